@@ -1,0 +1,130 @@
+"""`needle`: build, search and evaluate retrieval indexes made of Haystack pipelines.
+
+    needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
+    needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid] [--json]
+    needle serve DIR [--host H] [--port P]      (Hayhooks: POST /<mode>_search/run {"query": ...})
+
+User errors (missing corpus, missing index, wrong model, bad corpus line) print one line on stderr and
+exit with status 2; set NEEDLE_DEBUG=1 to see the traceback instead.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from needle.index_dir import DEFAULT_MODEL, NeedleError
+
+EXIT_USAGE = 2
+
+
+def cmd_index(args: argparse.Namespace) -> None:
+    """Build (or rebuild) an index directory from a corpus JSONL."""
+    from needle.indexing import build_index
+
+    start = time.perf_counter()
+    manifest = build_index(
+        Path(args.corpus), Path(args.out), model=args.model, overwrite=args.overwrite,
+        dense=not args.no_dense, bm25=args.bm25, lang=args.lang,
+    )
+    took = time.perf_counter() - start
+    print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {args.out} in {took:.1f}s")
+
+
+def cmd_search(args: argparse.Namespace) -> None:
+    """Answer queries from an index directory; text for people, --json for scripts."""
+    from needle.index_dir import as_hits
+    from needle.search import Searcher
+
+    searcher = Searcher(Path(args.index_dir), mode=args.mode, top_k=args.top_k, model=args.model)
+    results = searcher.search(args.queries)
+    if args.json:
+        print(json.dumps([as_hits(docs) for docs in results], ensure_ascii=False))
+        return
+    for query, docs in zip(args.queries, results):
+        print(f"\n{query}  [{searcher.mode}]")
+        for rank, doc in enumerate(docs, 1):
+            snippet = " ".join((doc.content or "").split())[:110]
+            print(f"  {rank:>2}. {doc.score:8.4f}  {doc.id}  {snippet}")
+        if not docs:
+            print("   (no results)")
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    """Serve an index directory's search pipelines with Hayhooks (this process becomes the server)."""
+    from needle.index_dir import IndexManifest
+
+    index_dir = Path(args.index_dir)
+    IndexManifest.load(index_dir)
+    env = dict(os.environ)
+    allow = [p for p in env.get("HAYSTACK_DESERIALIZATION_ALLOWLIST", "").split(",") if p]
+    env["HAYSTACK_DESERIALIZATION_ALLOWLIST"] = ",".join([*allow, "components.*"])
+    hayhooks = str(Path(sys.executable).with_name("hayhooks"))
+    argv = [hayhooks, "run", "--host", args.host, "--port", str(args.port), "--pipelines-dir", str(index_dir)]
+    os.execve(hayhooks, argv, env)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    p = argparse.ArgumentParser(prog="needle", description="Retrieval indexes built from Haystack pipelines.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ix = sub.add_parser("index", help="embed a corpus JSONL and index it (FAISS, optionally BM25)")
+    ix.add_argument("corpus", help="corpus JSONL (UltraRAG `contents` lines or BEIR `_id`/`title`/`text` lines)")
+    ix.add_argument("--out", required=True, help="index directory to create")
+    ix.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model (default {DEFAULT_MODEL})")
+    ix.add_argument("--overwrite", action="store_true", help="re-encode even if DIR/embeddings.npy matches")
+    ix.add_argument("--bm25", action="store_true", help="also build a BM25 index")
+    ix.add_argument("--no-dense", action="store_true", help="BM25 only: skip embeddings and FAISS")
+    ix.add_argument("--lang", default="en", choices=["en", "zh", "character"], help="BM25 tokenizer language")
+    ix.set_defaults(func=cmd_index)
+
+    se = sub.add_parser("search", help="search an index directory")
+    se.add_argument("index_dir", help="directory made by `needle index`")
+    se.add_argument("queries", nargs="+", metavar="QUERY")
+    se.add_argument("--top-k", type=positive_int, default=5, help="hits per query (default 5)")
+    se.add_argument("--mode", choices=["dense", "bm25", "hybrid"], help="default: the best the index supports")
+    se.add_argument("--model", help="query model; must be the one the index was built with")
+    se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
+    se.set_defaults(func=cmd_search)
+
+    sv = sub.add_parser("serve", help="serve an index's search pipelines over HTTP with Hayhooks")
+    sv.add_argument("index_dir", help="directory made by `needle index`")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=positive_int, default=1416)
+    sv.set_defaults(func=cmd_serve)
+    return p
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def run_cli(func: Callable[[argparse.Namespace], None], args: argparse.Namespace) -> int:
+    """Run a sub-command, turning user errors into one line on stderr."""
+    try:
+        func(args)
+    except (NeedleError, ValueError, FileNotFoundError, PermissionError) as e:
+        if os.environ.get("NEEDLE_DEBUG"):
+            raise
+        message = " ".join(str(e).split())
+        print(f"needle: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `needle` console script."""
+    args = parser().parse_args(argv)
+    return run_cli(args.func, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Load the YAML pipelines in ``pipelines/`` as templates, fill in their paths and parameters, build them.
+
+The CLI drives exactly the pipelines a user can load with ``Pipeline.loads`` or serve with Hayhooks: it
+only overrides init parameters (index paths, model name, top_k) before building.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from haystack import Pipeline
+
+import components  # noqa: F401  (allowlists our modules for deserialization)
+
+PIPELINES_DIR = Path(__file__).resolve().parent.parent / "pipelines"
+
+
+def load_template(name: str) -> dict[str, Any]:
+    """Parse ``pipelines/<name>.yaml`` into a pipeline dict (Hayhooks' inputs/outputs blocks included)."""
+    path = PIPELINES_DIR / f"{name}.yaml"
+    with path.open(encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def set_init_param(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set an init parameter addressed as ``component.param`` or ``component.nested_object.param``.
+
+    Nested serialized objects (``{"type": ..., "init_parameters": {...}}``, e.g. a document store inside a
+    retriever) are walked through their ``init_parameters``.
+    """
+    name, *keys = dotted.split(".")
+    node = data["components"][name]["init_parameters"]
+    for key in keys[:-1]:
+        node = node[key]
+        if "init_parameters" in node:
+            node = node["init_parameters"]
+    node[keys[-1]] = value
+
+
+def component_names(data: dict[str, Any]) -> list[str]:
+    """Names of the components a pipeline dict declares."""
+    return list(data["components"])
+
+
+def build(data: dict[str, Any]) -> Pipeline:
+    """Build a Pipeline from a (possibly modified) template; Hayhooks' blocks are not Haystack's concern."""
+    core = {k: v for k, v in data.items() if k not in ("inputs", "outputs")}
+    return Pipeline.from_dict(core)
+
+
+def dump(data: dict[str, Any], path: Path) -> None:
+    """Write a filled-in pipeline (with its Hayhooks blocks) as YAML, e.g. next to an index for serving."""
+    with path.open("w", encoding="utf-8") as f:
+        yaml.safe_dump(data, f, sort_keys=False)

@@ -1,0 +1,118 @@
+"""The `needle` CLI end to end on the shipped sample corpus: index, search, --json, and one-line errors."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from needle.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "samples" / "python_docs.jsonl"
+
+
+@pytest.fixture(scope="module")
+def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample corpus indexed once (dense + BM25) for every test in this module."""
+    out = tmp_path_factory.mktemp("cli") / "index"
+    assert main(["index", str(SAMPLE), "--out", str(out), "--bm25"]) == 0
+    return out
+
+
+def run_json(capsys: pytest.CaptureFixture, *argv: str) -> list:
+    """Run `needle search ... --json` in-process and parse what it printed."""
+    capsys.readouterr()
+    assert main(["search", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_index_writes_manifest_embeddings_and_servable_pipelines(sample_index: Path) -> None:
+    manifest = json.loads((sample_index / "needle.json").read_text())
+    n_lines = sum(1 for _ in SAMPLE.open())
+    assert manifest["documents"] == n_lines
+    assert manifest["dim"] == 384 and manifest["modes"] == ["dense", "bm25"]
+    import numpy as np
+
+    emb = np.load(sample_index / "embeddings.npy")
+    assert emb.shape == (n_lines, 384) and emb.dtype == np.float32
+    for mode in ("dense", "bm25", "hybrid"):
+        assert (sample_index / f"{mode}_search.yaml").is_file()
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_search_finds_the_module_that_answers(sample_index: Path, capsys: pytest.CaptureFixture, mode: str) -> None:
+    hits = run_json(capsys, str(sample_index), "parse command line arguments and options", "--mode", mode)
+    assert len(hits) == 1 and len(hits[0]) == 5
+    assert set(hits[0][0]) == {"id", "score", "content"}
+    assert any(h["id"].startswith(("argparse", "getopt", "optparse")) for h in hits[0][:3])
+    scores = [h["score"] for h in hits[0]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_json_has_one_list_per_query_and_honours_top_k(sample_index: Path, capsys: pytest.CaptureFixture) -> None:
+    hits = run_json(capsys, str(sample_index), "zip archives", "thread", "json encoder", "--top-k", "2")
+    assert [len(h) for h in hits] == [2, 2, 2]
+    assert hits[0][0]["id"].startswith("zipfile")
+
+
+def test_default_mode_is_hybrid_when_both_parts_exist(sample_index: Path, capsys: pytest.CaptureFixture) -> None:
+    capsys.readouterr()
+    assert main(["search", str(sample_index), "regular expressions"]) == 0
+    out = capsys.readouterr().out
+    assert "[hybrid]" in out and "re-0" in out
+
+
+def test_missing_corpus_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["index", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "ix")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"needle: error: corpus not found: {tmp_path / 'nope.jsonl'}"
+
+
+def test_missing_index_dir_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["search", str(tmp_path / "missing"), "q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "index directory not found" in err and "missing" in err
+
+
+def test_bad_corpus_line_is_reported_with_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    corpus = tmp_path / "bad.jsonl"
+    corpus.write_text('{"id": "a", "contents": "fine"}\n{"id": "b", "contents": \n', encoding="utf-8")
+    assert main(["index", str(corpus), "--out", str(tmp_path / "ix")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.jsonl" in err and "line 2" in err
+
+
+def test_index_built_with_another_model_is_refused(sample_index: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["search", str(sample_index), "q", "--model", "BAAI/bge-small-en-v1.5"]) == 2
+    err = capsys.readouterr().err
+    assert "built with model sentence-transformers/all-MiniLM-L6-v2" in err and "bge-small" in err
+
+
+def test_index_of_another_dimension_is_refused(sample_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(sample_index, copy)
+    manifest = json.loads((copy / "needle.json").read_text())
+    manifest["dim"] = 768
+    (copy / "needle.json").write_text(json.dumps(manifest))
+    assert main(["search", str(copy), "q", "--mode", "dense"]) == 2
+    assert "768-dimensional" in capsys.readouterr().err
+
+
+def test_bm25_only_index_searches_without_a_model(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "bm25only"
+    assert main(["index", str(SAMPLE), "--out", str(out), "--bm25", "--no-dense"]) == 0
+    assert json.loads((out / "needle.json").read_text())["modes"] == ["bm25"]
+    hits = run_json(capsys, str(out), "zip archive files")
+    assert hits[0][0]["id"].startswith("zipfile")
+    assert main(["search", str(out), "q", "--mode", "dense"]) == 2
+    assert "no dense part" in capsys.readouterr().err
+
+
+def test_console_script_prints_no_traceback(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("needle")
+    proc = subprocess.run([str(exe), "search", str(tmp_path / "none"), "q"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and proc.stderr.startswith("needle: error:")
