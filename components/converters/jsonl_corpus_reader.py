@@ -1,0 +1,250 @@
+"""Read a JSONL retrieval corpus (UltraRAG or BEIR layout) into Haystack Documents.
+
+Two layouts are recognised from the first JSON object of the file:
+
+* UltraRAG: ``{"id": ..., "title": ..., "contents": ..., "image_path": ...}`` -- ``contents`` is required,
+  the rest optional. ``image_path`` is resolved relative to the corpus file and kept in ``meta``.
+* BEIR: ``{"_id": ..., "title": ..., "text": ..., "metadata": {...}}``.
+
+Decisions, so nothing is skipped silently:
+
+* ``Document.id`` is the corpus id (integers become strings). A line without an id gets its 1-based line
+  number as id, so ids stay stable when lines are appended.
+* ``meta["corpus_line"]`` is the 1-based physical line number; the output list keeps file order, so output
+  position ``i`` is row ``i`` of an embeddings matrix built from it.
+* Keys other than the id and text fields go to ``meta`` unchanged (``title`` included).
+* Blank lines at the end of the file (editors add them) are ignored; a blank line followed by more data is an
+  error. A UTF-8 byte-order mark at the start of the file is ignored.
+* Every other problem raises :class:`CorpusFormatError` naming the file, the line and the field.
+"""
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+_BOM = b"\xef\xbb\xbf"
+_RESERVED_META = "corpus_line"
+_JSON_TYPE_NAMES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+class CorpusFormatError(ValueError):
+    """A corpus line that cannot become a Document; the message names file, 1-based line and problem."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, problem: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.problem = problem
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The field names of one corpus file, fixed by its first object (or by the user)."""
+
+    content: str
+    id: str
+    title_in_content: bool
+
+
+def _json_type(value: Any) -> str:
+    """JSON name of a parsed value's type, for error messages."""
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _detect_layout(
+    first: dict, options: tuple[str | None, str | None, bool | None], path: Path, line_no: int
+) -> _Layout:
+    """Choose the text and id fields from the first object: ``contents`` means UltraRAG, ``text`` means BEIR."""
+    content_field, id_field, title_in_content = options
+    content = content_field
+    if content is None:
+        content = "contents" if "contents" in first else "text" if "text" in first else None
+    if content is None:
+        problem = "missing text field: expected 'contents' (UltraRAG) or 'text' (BEIR); set content_field otherwise"
+        raise CorpusFormatError(path, line_no, problem)
+    ident = id_field or ("_id" if "_id" in first else "id")
+    with_title = title_in_content if title_in_content is not None else content == "text"
+    return _Layout(content=content, id=ident, title_in_content=with_title)
+
+
+def _decode(raw: bytes, path: Path, line_no: int) -> str:
+    """Decode one line as strict UTF-8, naming the first bad byte and its column."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad = raw[e.start]
+        raise CorpusFormatError(path, line_no, f"not valid UTF-8 (byte 0x{bad:02x} at column {e.start + 1})") from None
+
+
+def _parse_object(text: str, path: Path, line_no: int) -> dict:
+    """Parse one line into a JSON object."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CorpusFormatError(path, line_no, f"invalid JSON: {e.msg} (column {e.colno})") from None
+    if not isinstance(obj, dict):
+        raise CorpusFormatError(path, line_no, f"expected a JSON object, got {_json_type(obj)}")
+    return obj
+
+
+def _take_id(obj: dict, field: str, path: Path, line_no: int) -> str:
+    """Pop the id field; integers become strings, a missing id becomes the line number."""
+    value = obj.pop(field, None)
+    if value is None:
+        return str(line_no)
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise CorpusFormatError(path, line_no, f"field '{field}' must be a string or integer, got {_json_type(value)}")
+    if value == "":
+        raise CorpusFormatError(path, line_no, f"field '{field}' must not be empty")
+    return str(value)
+
+
+def _take_string(obj: dict, field: str, path: Path, line_no: int, *, required: bool) -> str | None:
+    """Read a string field, failing on a missing required field or a non-string value."""
+    if field not in obj:
+        if required:
+            raise CorpusFormatError(path, line_no, f"missing text field '{field}'")
+        return None
+    value = obj[field]
+    if not isinstance(value, str):
+        raise CorpusFormatError(path, line_no, f"field '{field}' must be a string, got {_json_type(value)}")
+    return value
+
+
+def _to_document(obj: dict, layout: _Layout, path: Path, line_no: int) -> Document:
+    """Turn one parsed line into a Document; the remaining keys become meta."""
+    content = _take_string(obj, layout.content, path, line_no, required=True)
+    del obj[layout.content]
+    doc_id = _take_id(obj, layout.id, path, line_no)
+    title = _take_string(obj, "title", path, line_no, required=False)
+    image = _take_string(obj, "image_path", path, line_no, required=False)
+    if image is not None:
+        obj["image_path"] = str(path.parent / image)
+    if _RESERVED_META in obj:
+        raise CorpusFormatError(path, line_no, f"field '{_RESERVED_META}' is reserved for the reader; rename it")
+    obj[_RESERVED_META] = line_no
+    if layout.title_in_content and title:
+        content = f"{title}\n{content}"
+    return Document(id=doc_id, content=content, meta=obj)
+
+
+def iter_corpus(
+    path: str | os.PathLike,
+    *,
+    content_field: str | None = None,
+    id_field: str | None = None,
+    title_in_content: bool | None = None,
+) -> Iterator[Document]:
+    """Stream Documents from a JSONL corpus line by line (memory: one line plus the set of ids seen).
+
+    Parameters as for :class:`JSONLCorpusReader`. Raises :class:`CorpusFormatError` on the first bad line,
+    ``FileNotFoundError`` when the file is missing.
+    """
+    path = Path(path)
+    layout: _Layout | None = None
+    seen: dict[str, int] = {}
+    first_blank: int | None = None
+    with path.open("rb") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            if line_no == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+            if not raw.strip():
+                first_blank = first_blank or line_no
+                continue
+            if first_blank is not None:
+                raise CorpusFormatError(path, first_blank, "blank line inside the corpus (one JSON object per line)")
+            obj = _parse_object(_decode(raw, path, line_no), path, line_no)
+            if layout is None:
+                layout = _detect_layout(obj, (content_field, id_field, title_in_content), path, line_no)
+            doc = _to_document(obj, layout, path, line_no)
+            if doc.id in seen:
+                raise CorpusFormatError(path, line_no, f"duplicate id '{doc.id}' (first used on line {seen[doc.id]})")
+            seen[doc.id] = line_no
+            yield doc
+    if layout is None:
+        raise CorpusFormatError(path, None, "empty file: no JSON objects")
+
+
+@component
+class JSONLCorpusReader:
+    """Reads a JSONL corpus (UltraRAG ``contents`` or BEIR ``text`` lines) into Documents that keep corpus ids.
+
+    ```python
+    reader = JSONLCorpusReader()
+    docs = reader.run(path="scifact/corpus.jsonl")["documents"]  # ids are the BEIR `_id`s, title + "\\n" + text
+    ```
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        content_field: str | None = None,
+        id_field: str | None = None,
+        title_in_content: bool | None = None,
+    ) -> None:
+        """Create the reader.
+
+        :param path: Default corpus file, used when `run` gets no path.
+        :param content_field: Field holding the passage text. `None` detects it from the first line:
+            `contents` (UltraRAG) or else `text` (BEIR).
+        :param id_field: Field holding the passage id. `None` means `_id` when the first line has it, else `id`.
+        :param title_in_content: Prepend `title + "\\n"` to the text (when a line has a non-empty title).
+            `None` (default) follows each layout's practice: yes for BEIR `text` lines, whose text lacks the
+            title, no otherwise (UltraRAG `contents` usually already hold it). The title stays in `meta` anyway.
+        """
+        for name, value in (("content_field", content_field), ("id_field", id_field)):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"{name} must be a non-empty string or None, got {value!r}")
+        if content_field is not None and content_field == id_field:
+            raise ValueError(f"content_field and id_field must differ, both are {content_field!r}")
+        self.path = path
+        self.content_field = content_field
+        self.id_field = id_field
+        self.title_in_content = title_in_content
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component to a dictionary."""
+        return default_to_dict(
+            self,
+            path=self.path,
+            content_field=self.content_field,
+            id_field=self.id_field,
+            title_in_content=self.title_in_content,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "JSONLCorpusReader":
+        """Deserialize the component from a dictionary."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, path: str | None = None) -> dict[str, list[Document]]:
+        """Read the corpus at `path` (or the init default) into Documents, in file order.
+
+        :raises ValueError: No path given here or at init.
+        :raises CorpusFormatError: A bad line; the message names the file, line and problem.
+        """
+        source = path if path is not None else self.path
+        if source is None:
+            raise ValueError("JSONLCorpusReader needs a path: pass it to run() or to __init__")
+        documents = list(
+            iter_corpus(
+                source,
+                content_field=self.content_field,
+                id_field=self.id_field,
+                title_in_content=self.title_in_content,
+            )
+        )
+        return {"documents": documents}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(self, path: str | None = None) -> dict[str, list[Document]]:
+        """Same as `run`, reading the file in a worker thread so the event loop stays free."""
+        return await asyncio.to_thread(self.run, path)

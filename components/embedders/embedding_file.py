@@ -1,0 +1,165 @@
+"""The corpus embedding file: a float32 ``.npy`` matrix (row i = document i) plus a JSON fingerprint sidecar.
+
+UltraRAG reuses an existing ``.npy`` whenever it exists, even when the model, the prompt or the corpus changed
+since it was written. Here every file gets a sidecar ``<path>.json`` recording what produced it (model, prompt,
+task, prefix, normalisation, ...) and SHA-256 digests of the document ids and of the exact texts embedded, so a
+stale file is refused with a message that lists what differs.
+
+Writes are atomic: the old sidecar is removed first, the matrix goes to a temporary file in the same directory
+that is fsynced and then ``os.replace``d over the target, and the new sidecar follows the same way. A crash at
+any point leaves either the previous pair, or a matrix without a sidecar (refused as unverifiable), never a
+partial file or a matrix paired with the wrong fingerprint.
+"""
+
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+FORMAT_VERSION = 1
+_REBUILD_HINT = "pass overwrite=True to rebuild it, or choose another embedding_path"
+_DIGEST_KEYS = {
+    "ids_sha256": "the document ids (or their order) differ",
+    "texts_sha256": "the document texts differ (content, prefix/suffix or embedded meta fields)",
+}
+
+
+class EmbeddingFileError(ValueError):
+    """An embedding file that cannot be reused: unreadable, malformed, or built for something else."""
+
+
+def sidecar_path(path: str | os.PathLike) -> Path:
+    """The fingerprint file that goes with an embedding file: ``<path>.json``."""
+    return Path(f"{os.fspath(path)}.json")
+
+
+def _digest(values: Sequence[str]) -> str:
+    """SHA-256 over length-prefixed UTF-8 strings, so ``["ab", "c"]`` and ``["a", "bc"]`` differ."""
+    digest = hashlib.sha256()
+    for value in values:
+        data = value.encode("utf-8", errors="surrogatepass")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def build_fingerprint(settings: dict[str, Any], ids: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
+    """Fingerprint of one embedding run: the JSON-able `settings` plus the count and digests of ids and texts."""
+    if len(ids) != len(texts):
+        raise ValueError(f"ids and texts must have the same length, got {len(ids)} and {len(texts)}")
+    return {
+        "format": FORMAT_VERSION,
+        **settings,
+        "count": len(ids),
+        "ids_sha256": _digest(ids),
+        "texts_sha256": _digest(texts),
+    }
+
+
+def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write through a temporary sibling file, fsync it, then rename it over `path` (removed on any failure)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        with tmp.open("wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist a rename on POSIX; directories cannot be opened for fsync on Windows, which is fine to skip."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_embeddings(path: str | os.PathLike, embeddings: np.ndarray, fingerprint: dict[str, Any]) -> None:
+    """Atomically write a (N, dim) float32 matrix to `path` and its fingerprint (with `dim`) to the sidecar."""
+    matrix = np.asarray(embeddings)
+    if matrix.ndim != 2 or matrix.dtype != np.float32:
+        raise ValueError(f"embeddings must be a 2-D float32 array, got {matrix.ndim}-D {matrix.dtype}")
+    if matrix.shape[0] != fingerprint["count"]:
+        raise ValueError(f"embeddings have {matrix.shape[0]} rows but the fingerprint counts {fingerprint['count']}")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sidecar = sidecar_path(target)
+    sidecar.unlink(missing_ok=True)
+    _atomic_write(target, lambda handle: np.save(handle, matrix, allow_pickle=False))
+    record = {**fingerprint, "dim": int(matrix.shape[1]), "dtype": "float32"}
+    payload = json.dumps(record, indent=2, sort_keys=True).encode("utf-8")
+    _atomic_write(sidecar, lambda handle: handle.write(payload))
+
+
+def _read_sidecar(path: Path) -> dict[str, Any]:
+    """Read the fingerprint that goes with `path`, or explain why it cannot be trusted."""
+    sidecar = sidecar_path(path)
+    if not sidecar.exists():
+        raise EmbeddingFileError(
+            f"{path} has no fingerprint file {sidecar.name}, so the model and corpus that built it are unknown; "
+            f"{_REBUILD_HINT}"
+        )
+    try:
+        record = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise EmbeddingFileError(f"{sidecar} is not a readable fingerprint ({e}); {_REBUILD_HINT}") from e
+    if not isinstance(record, dict) or record.get("format") != FORMAT_VERSION:
+        raise EmbeddingFileError(f"{sidecar} is not a format-{FORMAT_VERSION} fingerprint; {_REBUILD_HINT}")
+    return record
+
+
+def describe_differences(expected: dict[str, Any], found: dict[str, Any]) -> list[str]:
+    """Human-readable list of the fingerprint fields that differ between a stored file and the current run."""
+    differences = []
+    for key, value in expected.items():
+        if key in _DIGEST_KEYS:
+            if found.get(key) != value:
+                differences.append(_DIGEST_KEYS[key])
+        elif found.get(key) != value:
+            differences.append(f"{key}: file has {found.get(key)!r}, now {value!r}")
+    return differences
+
+
+def _load_matrix(path: Path) -> np.ndarray:
+    """Read a .npy file without pickles, turning any failure into an EmbeddingFileError."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise EmbeddingFileError(f"{path} is not a readable .npy file ({e}); {_REBUILD_HINT}") from e
+
+
+def load_embeddings(path: str | os.PathLike, expected: dict[str, Any]) -> np.ndarray:
+    """Load the (N, dim) float32 matrix at `path` after checking its fingerprint and shape against `expected`.
+
+    :raises EmbeddingFileError: No or unreadable sidecar, any fingerprint difference (all are listed), or a
+        matrix whose dtype or shape disagrees with its sidecar.
+    """
+    target = Path(path)
+    record = _read_sidecar(target)
+    differences = describe_differences(expected, record)
+    if differences:
+        raise EmbeddingFileError(
+            f"{target} was built for something else: {'; '.join(differences)}; {_REBUILD_HINT}"
+        )
+    matrix = _load_matrix(target)
+    shape = (record.get("count"), record.get("dim"))
+    if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape != shape:
+        raise EmbeddingFileError(
+            f"{target} holds a {matrix.dtype} array of shape {matrix.shape}, but its fingerprint promises "
+            f"float32 of shape {shape}; {_REBUILD_HINT}"
+        )
+    return matrix

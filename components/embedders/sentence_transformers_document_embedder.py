@@ -1,0 +1,216 @@
+"""Corpus embedder: Haystack's `SentenceTransformersDocumentEmbedder` plus the seed's corpus options.
+
+Added on top of Haystack's component (all its parameters keep their meaning):
+
+* `prompt_name` / `task` (seed `psg_prompt_name` / `psg_task`) and `gpu_ids` (multi-process pool over GPUs);
+* `encode_chunk_size` -- the corpus is encoded this many texts at a time, bounding the memory
+  sentence-transformers holds per call; the progress bar counts texts across chunks;
+* `embedding_path` / `overwrite` -- the seed's `.npy` (float32, shape (N, dim), row i = input document i),
+  written atomically with a fingerprint sidecar (see `embedding_file`). An existing file is reused only when
+  it was built by the same model and options from the same ids and texts; anything else is an error that says
+  what differs. While a reusable file is present, `warm_up` does not load the model at all.
+
+Embeddings come back from one `encode` call per chunk as a numpy matrix and are attached row by row, so the
+wrapper adds next to nothing to sentence-transformers' own time.
+"""
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from haystack import Document, component
+from haystack.utils import ComponentDevice, Secret
+from haystack_integrations.components.embedders.sentence_transformers import (
+    SentenceTransformersDocumentEmbedder as HaystackSentenceTransformersDocumentEmbedder,
+)
+from tqdm.auto import tqdm
+
+from components.embedders.embedding_file import build_fingerprint, load_embeddings, save_embeddings
+from components.embedders.sentence_transformers_common import (
+    DEFAULT_MODEL,
+    SentenceTransformersEncodingMixin,
+    validate_options,
+)
+
+
+@component
+class SentenceTransformersDocumentEmbedder(SentenceTransformersEncodingMixin, HaystackSentenceTransformersDocumentEmbedder):
+    """Embeds Documents with a sentence-transformers model, optionally keeping the matrix in a `.npy` file.
+
+    ```python
+    embedder = SentenceTransformersDocumentEmbedder(normalize_embeddings=True, embedding_path="emb/scifact.npy")
+    embedder.warm_up()
+    docs = embedder.run(documents=docs)["documents"]  # second run: read back from emb/scifact.npy
+    ```
+    """
+
+    def __init__(  # noqa: PLR0913 -- Haystack's parameters plus the seed's
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        device: ComponentDevice | None = None,
+        token: Secret | None = Secret.from_env_var(["HF_API_TOKEN", "HF_TOKEN"], strict=False),
+        prompt_name: str | None = None,
+        task: str | None = None,
+        gpu_ids: list[int] | None = None,
+        encode_chunk_size: int = 4096,
+        embedding_path: str | None = None,
+        overwrite: bool = False,
+        prefix: str = "",
+        suffix: str = "",
+        batch_size: int = 32,
+        progress_bar: bool = True,
+        normalize_embeddings: bool = False,
+        meta_fields_to_embed: list[str] | None = None,
+        embedding_separator: str = "\n",
+        trust_remote_code: bool = False,
+        local_files_only: bool = False,
+        truncate_dim: int | None = None,
+        model_kwargs: dict[str, Any] | None = None,
+        tokenizer_kwargs: dict[str, Any] | None = None,
+        config_kwargs: dict[str, Any] | None = None,
+        precision: Literal["float32", "int8", "uint8", "binary", "ubinary"] = "float32",
+        encode_kwargs: dict[str, Any] | None = None,
+        backend: Literal["torch", "onnx", "openvino"] = "torch",
+        revision: str | None = None,
+        quantization_ranges: list[list[float]] | None = None,
+    ) -> None:
+        """Create the embedder; nothing is loaded until `warm_up` (or the first `run` that must encode).
+
+        :param model: Hub id or local path; the default MiniLM id falls back to the bundled copy offline.
+        :param prompt_name: Name of a prompt in the model's `prompts` config (the seed's `psg_prompt_name`).
+        :param task: Task route for `Router` models (the seed's `psg_task`), e.g. "document".
+        :param gpu_ids: GPU indices; the model loads on the first, two or more start a multi-process pool.
+        :param encode_chunk_size: Texts per `encode` call, integer >= 1.
+        :param embedding_path: Where to keep the corpus embeddings (`.npy`); None keeps nothing on disk.
+        :param overwrite: Re-encode and replace `embedding_path` even when it matches.
+        :param batch_size: Texts per forward pass, integer >= 1.
+        Other parameters: as in Haystack's `SentenceTransformersDocumentEmbedder`.
+        :raises ValueError: An option outside its allowed range (the message names it).
+        """
+        device = validate_options(batch_size=batch_size, gpu_ids=gpu_ids, device=device, prompt_name=prompt_name, task=task)
+        if isinstance(encode_chunk_size, bool) or not isinstance(encode_chunk_size, int) or encode_chunk_size < 1:
+            raise ValueError(f"encode_chunk_size must be an integer >= 1, got {encode_chunk_size!r}")
+        if embedding_path is not None and not str(embedding_path).endswith(".npy"):
+            raise ValueError(f"embedding_path must end with '.npy', got {embedding_path!r}")
+        if embedding_path is not None and precision != "float32":
+            raise ValueError(f"embedding_path stores float32 only; precision must be 'float32', got {precision!r}")
+        super(SentenceTransformersDocumentEmbedder, self).__init__(
+            model=model,
+            device=device,
+            token=token,
+            prefix=prefix,
+            suffix=suffix,
+            batch_size=batch_size,
+            progress_bar=progress_bar,
+            normalize_embeddings=normalize_embeddings,
+            meta_fields_to_embed=meta_fields_to_embed,
+            embedding_separator=embedding_separator,
+            trust_remote_code=trust_remote_code,
+            local_files_only=local_files_only,
+            truncate_dim=truncate_dim,
+            model_kwargs=model_kwargs,
+            tokenizer_kwargs=tokenizer_kwargs,
+            config_kwargs=config_kwargs,
+            precision=precision,
+            encode_kwargs=encode_kwargs,
+            backend=backend,
+            revision=revision,
+            quantization_ranges=quantization_ranges,
+        )
+        self.prompt_name = prompt_name
+        self.task = task
+        self.gpu_ids = gpu_ids
+        self.encode_chunk_size = encode_chunk_size
+        self.embedding_path = embedding_path
+        self.overwrite = overwrite
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component: Haystack's parameters plus ours (the token stays an env-var reference)."""
+        data = super(SentenceTransformersDocumentEmbedder, self).to_dict()
+        data["init_parameters"].update(
+            prompt_name=self.prompt_name,
+            task=self.task,
+            gpu_ids=self.gpu_ids,
+            encode_chunk_size=self.encode_chunk_size,
+            embedding_path=self.embedding_path,
+            overwrite=self.overwrite,
+        )
+        return data
+
+    def warm_up(self) -> None:
+        """Load the model, unless a reusable embedding file exists (then `run` loads it only if it must encode)."""
+        if not self._may_reuse_file():
+            self._load_backend()
+
+    def _may_reuse_file(self) -> bool:
+        """True when `run` will try to read `embedding_path` instead of encoding."""
+        return self.embedding_path is not None and not self.overwrite and Path(self.embedding_path).exists()
+
+    def _texts_to_embed(self, documents: list[Document]) -> list[str]:
+        """The exact string encoded per document: prefix, embedded meta fields, content, suffix."""
+        texts = []
+        for doc in documents:
+            meta = [str(doc.meta[key]) for key in self.meta_fields_to_embed if doc.meta.get(key) is not None]
+            texts.append(self.prefix + self.embedding_separator.join([*meta, doc.content or ""]) + self.suffix)
+        return texts
+
+    def _fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
+        """What makes an embedding file valid for this run: every option that changes a vector, ids and texts."""
+        settings = {
+            "model": self.model,
+            "revision": self.revision,
+            "prompt_name": self.prompt_name,
+            "task": self.task,
+            "prefix": self.prefix,
+            "suffix": self.suffix,
+            "meta_fields_to_embed": list(self.meta_fields_to_embed),
+            "embedding_separator": self.embedding_separator,
+            "normalize_embeddings": self.normalize_embeddings,
+            "truncate_dim": self.truncate_dim,
+        }
+        return build_fingerprint(settings, [doc.id for doc in documents], texts)
+
+    def _encode_corpus(self, texts: list[str]) -> np.ndarray:
+        """Encode `texts` in chunks of `encode_chunk_size` into one preallocated (N, dim) matrix."""
+        if len(texts) <= self.encode_chunk_size:
+            return self._encode(texts, show_progress_bar=self.progress_bar)
+        matrix: np.ndarray | None = None
+        with tqdm(total=len(texts), unit="texts", desc="Embedding", disable=not self.progress_bar) as bar:
+            for start in range(0, len(texts), self.encode_chunk_size):
+                chunk = self._encode(texts[start : start + self.encode_chunk_size], show_progress_bar=False)
+                if matrix is None:
+                    matrix = np.empty((len(texts), chunk.shape[1]), dtype=chunk.dtype)
+                matrix[start : start + len(chunk)] = chunk
+                bar.update(len(chunk))
+        return matrix
+
+    def _embeddings_for(self, documents: list[Document]) -> np.ndarray:
+        """Read the matrix from `embedding_path` when it matches, else encode (and save when a path is set)."""
+        texts = self._texts_to_embed(documents)
+        if self.embedding_path is None:
+            return self._encode_corpus(texts)
+        fingerprint = self._fingerprint(documents, texts)
+        if self._may_reuse_file():
+            return load_embeddings(self.embedding_path, fingerprint)
+        matrix = self._encode_corpus(texts)
+        save_embeddings(self.embedding_path, matrix, fingerprint)
+        return matrix
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+        """Return new Documents carrying their embeddings, in input order; the inputs are not modified.
+
+        :raises TypeError: `documents` is not a list of Documents (the message names the first bad position).
+        :raises EmbeddingFileError: `embedding_path` exists but was built for another model, options or corpus.
+        """
+        if not isinstance(documents, list):
+            raise TypeError(f"documents must be a list of Documents, got {type(documents).__name__}")
+        for position, doc in enumerate(documents):
+            if not isinstance(doc, Document):
+                raise TypeError(f"documents[{position}] must be a Document, got {type(doc).__name__}")
+        if not documents:
+            return {"documents": []}
+        rows = self._embeddings_for(documents).tolist()
+        return {"documents": [replace(doc, embedding=row) for doc, row in zip(documents, rows, strict=True)]}
