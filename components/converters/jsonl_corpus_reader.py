@@ -160,7 +160,7 @@ def iter_corpus(
                 continue
             if first_blank is not None:
                 raise CorpusFormatError(path, first_blank, "blank line inside the corpus (one JSON object per line)")
-            obj = _parse_object(_decode(raw, path, line_no), path, line_no)
+            obj = _parse_object(_decode(raw.rstrip(b"\r\n"), path, line_no), path, line_no)
             if layout is None:
                 layout = _detect_layout(obj, (content_field, id_field, title_in_content), path, line_no)
             doc = _to_document(obj, layout, path, line_no)
