@@ -2,6 +2,8 @@
 
     needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
     needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid] [--json]
+    needle eval DATASET_DIR [--mode dense|bm25|hybrid | --pipeline FILE.yaml] [--split test]
+                [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
     needle serve DIR [--host H] [--port P]      (Hayhooks: POST /<mode>_search/run {"query": ...})
 
 User errors (missing corpus, missing index, wrong model, bad corpus line) print one line on stderr and
@@ -53,6 +55,31 @@ def cmd_search(args: argparse.Namespace) -> None:
             print("   (no results)")
 
 
+def cmd_eval(args: argparse.Namespace) -> None:
+    """Score a retrieval setup on a BEIR split; print a table, optionally save JSON, a plot, a TREC run."""
+    from needle.evaluation import EvalResult, format_table, load_results, plot
+
+    results: list[EvalResult] = load_results(args.compare) if args.compare else []
+    if args.dataset_dir:
+        from needle.eval_command import evaluate
+
+        result = evaluate(
+            Path(args.dataset_dir), split=args.split, mode=args.mode, model=args.model,
+            pipeline=Path(args.pipeline) if args.pipeline else None,
+            index_dir=Path(args.index_dir) if args.index_dir else None, name=args.name,
+            run_file=Path(args.run_file) if args.run_file else None,
+        )
+        if args.json:
+            result.save(args.json)
+        results.append(result)
+    if not results:
+        raise NeedleError("nothing to evaluate: give a DATASET_DIR, or --compare with result files")
+    print(format_table(results))
+    if args.plot:
+        plot(results, args.plot)
+        print(f"plot written to {args.plot}")
+
+
 def cmd_serve(args: argparse.Namespace) -> None:
     """Serve an index directory's search pipelines with Hayhooks (this process becomes the server)."""
     from needle.index_dir import IndexManifest
@@ -90,6 +117,21 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("--model", help="query model; must be the one the index was built with")
     se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
     se.set_defaults(func=cmd_search)
+
+    ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset (nDCG@10, recall, MRR, MAP)")
+    ev.add_argument("dataset_dir", nargs="?", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    how = ev.add_mutually_exclusive_group()
+    how.add_argument("--mode", choices=["dense", "bm25", "hybrid"], default="dense", help="default: dense")
+    how.add_argument("--pipeline", help="YAML pipeline with a `query` input and a `documents` output")
+    ev.add_argument("--split", default="test", help="qrels split (default test)")
+    ev.add_argument("--model", default=DEFAULT_MODEL, help="embedding model for dense and hybrid modes")
+    ev.add_argument("--index-dir", help="where to build/reuse the index (default ~/.cache/needle/eval/...)")
+    ev.add_argument("--name", help="label of this run in tables and plots (default: the mode)")
+    ev.add_argument("--json", help="write the result (schema needle.eval/1) to this file")
+    ev.add_argument("--plot", help="write recall@k and per-query nDCG@10 plots to this PNG")
+    ev.add_argument("--run-file", help="write the ranked results as a TREC run file")
+    ev.add_argument("--compare", nargs="+", metavar="RESULT.json", help="earlier --json results to set beside")
+    ev.set_defaults(func=cmd_eval)
 
     sv = sub.add_parser("serve", help="serve an index's search pipelines over HTTP with Hayhooks")
     sv.add_argument("index_dir", help="directory made by `needle index`")

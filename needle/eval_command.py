@@ -1,0 +1,124 @@
+"""`needle eval`: run a BEIR split through a real retrieval pipeline and score it.
+
+Two ways to choose the retrieval:
+- ``--mode dense|bm25|hybrid`` builds (or reuses) an index directory of the dataset's corpus with
+  ``needle index`` and searches it with the same pipelines as ``needle search``; the corpus embeddings
+  are cached in that directory and reused while model, prompt and corpus content stay the same.
+- ``--pipeline FILE.yaml`` runs any YAML pipeline that declares a ``query`` input and a ``documents``
+  output in Hayhooks' ``inputs:`` / ``outputs:`` blocks, one query at a time.
+"""
+
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from haystack import Document
+from tqdm import tqdm
+
+from needle import pipeline_files as pf
+from needle.evaluation import EvalResult, evaluate_run, load_beir, run_from_rankings
+from needle.index_dir import NeedleError
+from needle.indexing import build_index
+from needle.search import Searcher
+
+DEPTH = 100  # retrieve this many per query: Recall@100 and MAP@100 need them
+BATCH = 64  # queries per pipeline run in batched modes (progress granularity)
+CACHE_ROOT = Path.home() / ".cache" / "needle" / "eval"
+
+Retrieve = Callable[[list[str]], list[list[Document]]]
+
+
+def default_index_dir(corpus: Path) -> Path:
+    """Where eval keeps the index of a corpus: one directory per corpus path, under ~/.cache/needle/eval."""
+    key = hashlib.sha1(str(corpus.resolve()).encode()).hexdigest()[:10]
+    return CACHE_ROOT / f"{corpus.parent.name}-{key}"
+
+
+def index_for_eval(corpus: Path, index_dir: Path, mode: str, model: str) -> tuple[float, bool | None]:
+    """Build or refresh the index for MODE; returns (build seconds, whether the embedding cache was hit)."""
+    npy = index_dir / "embeddings.npy"
+    before = npy.stat().st_mtime_ns if npy.exists() else None
+    start = time.perf_counter()
+    build_index(corpus, index_dir, model=model, overwrite=False, dense=mode != "bm25", bm25=mode != "dense")
+    took = time.perf_counter() - start
+    if mode == "bm25":
+        return took, None
+    return took, before is not None and before == npy.stat().st_mtime_ns
+
+
+def pipeline_retriever(path: Path) -> Retrieve:
+    """Wrap a YAML pipeline with a `query` input and a `documents` output as a retrieve function."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise NeedleError(f"cannot read pipeline {path}: {e.strerror}") from e
+    inputs, outputs = (data or {}).get("inputs") or {}, (data or {}).get("outputs") or {}
+    if "query" not in inputs or "documents" not in outputs:
+        raise NeedleError(
+            f"pipeline {path} must declare a `query` input and a `documents` output "
+            f"(inputs: {{query: component.socket}}, outputs: {{documents: component.documents}}); "
+            f"it declares inputs {sorted(inputs) or 'none'} and outputs {sorted(outputs) or 'none'}"
+        )
+    pipeline = pf.build(data)
+    pipeline.warm_up()
+    targets = inputs["query"] if isinstance(inputs["query"], list) else [inputs["query"]]
+    out_name, out_socket = outputs["documents"].split(".", 1)
+
+    def retrieve(queries: list[str]) -> list[list[Document]]:
+        results = []
+        for query in queries:
+            feed: dict[str, dict[str, str]] = {}
+            for target in targets:
+                name, socket = target.split(".", 1)
+                feed.setdefault(name, {})[socket] = query
+            results.append(pipeline.run(feed, include_outputs_from={out_name})[out_name][out_socket])
+        return results
+
+    return retrieve
+
+
+def run_queries(retrieve: Retrieve, queries: dict[str, str], label: str) -> tuple[dict[str, list[str]], float]:
+    """Run every query in batches with a progress bar; returns (rankings, queries per second)."""
+    ids, texts = list(queries), list(queries.values())
+    rankings: dict[str, list[str]] = {}
+    start = time.perf_counter()
+    with tqdm(total=len(ids), desc=f"searching ({label})", unit="q") as bar:
+        for i in range(0, len(ids), BATCH):
+            for qid, docs in zip(ids[i : i + BATCH], retrieve(texts[i : i + BATCH])):
+                rankings[qid] = [d.id for d in docs]
+            bar.update(len(ids[i : i + BATCH]))
+    return rankings, len(ids) / max(time.perf_counter() - start, 1e-9)
+
+
+def evaluate(
+    dataset_dir: Path, *, split: str = "test", mode: str = "dense", pipeline: Path | None = None,
+    model: str, index_dir: Path | None = None, name: str | None = None, run_file: Path | None = None,
+) -> EvalResult:
+    """Evaluate one retrieval setup on a BEIR split and return its scored result."""
+    dataset = load_beir(dataset_dir, split)
+    build_s, cache_hit, params = None, None, {"depth": DEPTH}
+    if pipeline is not None:
+        retrieve, label, params["pipeline"] = pipeline_retriever(pipeline), pipeline.stem, str(pipeline)
+    else:
+        index_dir = index_dir or default_index_dir(dataset.corpus_path)
+        build_s, cache_hit = index_for_eval(dataset.corpus_path, index_dir, mode, model)
+        retrieve, label = Searcher(index_dir, mode=mode, top_k=DEPTH).search, mode
+        params.update(model=model if mode != "bm25" else None, index_dir=str(index_dir))
+    rankings, qps = run_queries(retrieve, dataset.queries, label)
+    if run_file is not None:
+        write_trec_run(rankings, run_file, label)
+    scores = evaluate_run(run_from_rankings(rankings), dataset.qrels)
+    return EvalResult.from_scores(
+        scores, name=name or label, dataset=dataset.name, split=split, mode=label if pipeline else mode,
+        queries_per_second=qps, index_build_seconds=build_s, embedding_cache_hit=cache_hit, params=params,
+    )
+
+
+def write_trec_run(rankings: dict[str, list[str]], path: Path, tag: str) -> None:
+    """Write the run in TREC format (qid Q0 docid rank score tag), so any trec_eval tool can re-score it."""
+    with path.open("w", encoding="utf-8") as f:
+        for qid, doc_ids in rankings.items():
+            for rank, doc_id in enumerate(doc_ids, 1):
+                f.write(f"{qid} Q0 {doc_id} {rank} {len(doc_ids) - rank + 1} {tag}\n")

@@ -1,0 +1,99 @@
+"""`needle eval` end to end on a small labelled BEIR dataset that the test builds from the sample corpus."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from needle.cli import main
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "python_docs.jsonl"
+QUERIES = {
+    "q1": ("parse command line arguments and options", "argparse-0"),
+    "q2": ("read and write ZIP archive files", "zipfile-0"),
+    "q3": ("gzip compressed files", "gzip-0"),
+    "q4": ("regular expression matching operations", "re-0"),
+    "q5": ("comma separated values reading and writing", "csv-0"),
+    "q6": ("DB-API interface to SQLite databases", "sqlite3-0"),
+}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A BEIR dir: the first passage of every sample module as corpus, six queries with one relevant each."""
+    root = tmp_path_factory.mktemp("beir") / "pydocs"
+    (root / "qrels").mkdir(parents=True)
+    with SAMPLE.open() as src, (root / "corpus.jsonl").open("w") as dst:
+        for line in src:
+            row = json.loads(line)
+            if row["id"].endswith("-0"):
+                dst.write(json.dumps({"_id": row["id"], "title": row["title"], "text": row["contents"]}) + "\n")
+    with (root / "queries.jsonl").open("w") as f:
+        for qid, (text, _) in QUERIES.items():
+            f.write(json.dumps({"_id": qid, "text": text}) + "\n")
+        f.write(json.dumps({"_id": "unjudged", "text": "not in the qrels"}) + "\n")
+    rows = [f"{qid}\t{doc}\t1" for qid, (_, doc) in QUERIES.items()]
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n")
+    return root
+
+
+@pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])
+def test_eval_reports_metrics_json_and_plot(dataset: Path, tmp_path: Path, mode: str, capsys) -> None:
+    out, png, run = tmp_path / "r.json", tmp_path / "r.png", tmp_path / "run.trec"
+    argv = ["eval", str(dataset), "--mode", mode, "--index-dir", str(tmp_path / "ix"),
+            "--json", str(out), "--plot", str(png), "--run-file", str(run)]
+    assert main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["n_queries"] == 6 and result["mode"] == mode
+    assert result["metrics"]["ndcg@10"] > 0.8, result["metrics"]
+    assert result["queries_per_second"] > 0 and result["index_build_seconds"] > 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(run.read_text().splitlines()) >= 6 * 10
+    assert "nDCG@10" in capsys.readouterr().out
+
+
+def test_second_dense_eval_reuses_the_embeddings(dataset: Path, tmp_path: Path) -> None:
+    ix = tmp_path / "ix"
+    for name in ("first", "second"):
+        assert main(["eval", str(dataset), "--mode", "dense", "--index-dir", str(ix),
+                     "--json", str(tmp_path / f"{name}.json")]) == 0
+    first = json.loads((tmp_path / "first.json").read_text())
+    second = json.loads((tmp_path / "second.json").read_text())
+    assert first["embedding_cache_hit"] is False and second["embedding_cache_hit"] is True
+    assert second["metrics"] == first["metrics"]
+
+
+def test_compare_puts_runs_side_by_side(dataset: Path, tmp_path: Path, capsys) -> None:
+    for mode in ("bm25", "dense"):
+        assert main(["eval", str(dataset), "--mode", mode, "--index-dir", str(tmp_path / "ix"),
+                     "--name", f"run-{mode}", "--json", str(tmp_path / f"{mode}.json")]) == 0
+    capsys.readouterr()
+    assert main(["eval", "--compare", str(tmp_path / "bm25.json"), str(tmp_path / "dense.json"),
+                 "--plot", str(tmp_path / "cmp.png")]) == 0
+    table = capsys.readouterr().out
+    assert "run-bm25" in table and "run-dense" in table
+    assert (tmp_path / "cmp.png").stat().st_size > 10_000
+
+
+def test_eval_of_a_yaml_pipeline(dataset: Path, tmp_path: Path) -> None:
+    ix = tmp_path / "ix"
+    assert main(["index", str(dataset / "corpus.jsonl"), "--out", str(ix), "--bm25", "--no-dense"]) == 0
+    pipeline = ix / "bm25_search.yaml"
+    assert main(["eval", str(dataset), "--pipeline", str(pipeline), "--json", str(tmp_path / "p.json")]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())["metrics"]["ndcg@10"] > 0.8
+
+
+def test_pipeline_without_query_input_is_one_line_error(dataset: Path, tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("components: {}\nconnections: []\ninputs:\n  text: a.b\noutputs:\n  docs: a.documents\n")
+    assert main(["eval", str(dataset), "--pipeline", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "must declare a `query` input and a `documents` output" in err
+
+
+def test_missing_qrels_is_one_line_error(tmp_path: Path, capsys) -> None:
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d", "text": "x"}\n')
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q", "text": "x"}\n')
+    assert main(["eval", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "test.tsv" in err
