@@ -77,10 +77,13 @@ def run_from_rankings(rankings: Mapping[str, Sequence[str]]) -> dict[str, dict[s
 
 
 def _check_qrels(qrels: Qrels) -> None:
-    """Reject empty qrels and queries without a positive judgement (their nDCG and recall are undefined)."""
+    """Reject empty qrels, non-integer grades, and queries without a positive judgement (no defined nDCG)."""
     if not qrels:
         raise ValueError("qrels: no judged queries to evaluate")
     for qid, docs in qrels.items():
+        for doc_id, grade in docs.items():
+            if not isinstance(grade, int) or isinstance(grade, bool):
+                raise ValueError(f"qrels: query {qid!r}, doc {doc_id!r}: relevance must be an integer, got {grade!r}")
         if not any(score > 0 for score in docs.values()):
             raise ValueError(f"qrels: query {qid!r} has no relevant document (every score <= 0)")
 

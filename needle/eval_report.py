@@ -57,11 +57,14 @@ class EvalResult:
 
     @classmethod
     def from_scores(cls, scores: RunScores, *, name: str, dataset: str, split: str, mode: str,
-                    **measured: Any) -> EvalResult:
-        """Wrap :func:`evaluate_run`'s scores with the run's labels and timings (``measured`` keywords)."""
+                    queries_per_second: float | None = None, index_build_seconds: float | None = None,
+                    embedding_cache_hit: bool | None = None, params: dict[str, Any] | None = None) -> EvalResult:
+        """Wrap :func:`evaluate_run`'s scores with the run's labels and what the caller measured."""
         return cls(name=name, dataset=dataset, split=split, mode=mode, n_queries=scores.n_queries,
-                   metrics=dict(scores.metrics), recall_curve=list(scores.recall_curve),
-                   per_query_ndcg10=dict(scores.per_query_ndcg10), **measured)
+                   metrics=dict(scores.metrics), queries_per_second=queries_per_second,
+                   index_build_seconds=index_build_seconds, embedding_cache_hit=embedding_cache_hit,
+                   params=dict(params or {}), recall_curve=list(scores.recall_curve),
+                   per_query_ndcg10=dict(scores.per_query_ndcg10))
 
     def to_json(self) -> str:
         """Serialise to the documented schema (NaN is refused: JSON has no NaN)."""

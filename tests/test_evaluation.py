@@ -168,6 +168,7 @@ def test_run_from_rankings_keeps_pipeline_order_despite_ties() -> None:
         ({"q1": {"d1": float("nan")}}, {"q1": {"d1": 1}}, "query 'q1', doc 'd1': score must be a number"),
         ({"q1": {7: 1.0}}, {"q1": {"d1": 1}}, "doc id must be a string"),
         ({}, {"q1": {"d1": 0}}, "query 'q1' has no relevant document"),
+        ({}, {"q1": {"d1": 0.5}}, "query 'q1', doc 'd1': relevance must be an integer"),
         ({}, {}, "no judged queries"),
     ],
 )
@@ -177,7 +178,7 @@ def test_evaluate_run_rejects_bad_input(run: dict, qrels: dict, fragment: str) -
     assert fragment in str(caught.value)
 
 
-def _result(name: str, run: dict, **measured: object) -> EvalResult:
+def _result(name: str, run: dict, **measured) -> EvalResult:
     return EvalResult.from_scores(evaluate_run(run, QRELS), name=name, dataset="toy", split="test",
                                   mode=name, **measured)
 
