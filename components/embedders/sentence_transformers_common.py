@@ -58,7 +58,8 @@ def validate_options(
         raise ValueError(f"gpu_ids must be a non-empty list of distinct integers >= 0, or None; got {gpu_ids!r}")
     first = ComponentDevice.from_str(f"cuda:{gpu_ids[0]}")
     if device is not None and device != first:
-        raise ValueError(f"device must be None or cuda:{gpu_ids[0]} when gpu_ids={gpu_ids} is set, got {device}")
+        shown = device.to_dict() if device.has_multiple_devices else device.to_torch_str()
+        raise ValueError(f"device must be None or cuda:{gpu_ids[0]} when gpu_ids={gpu_ids} is set, got {shown}")
     return first
 
 
