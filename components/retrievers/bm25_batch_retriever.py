@@ -1,0 +1,98 @@
+"""Keyword retrieval with BM25 for many queries at once: one multi-threaded bm25s call per batch."""
+
+import asyncio
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.document_stores.types import FilterPolicy, apply_filter_policy
+
+from components.stores.bm25_document_store import BM25DocumentStore
+from components.stores.bm25_settings import check_top_k
+
+
+@component
+class BM25BatchRetriever:
+    """
+    Retrieves the best documents for each of many queries (the seed's ``bm25_search(query_list, top_k)``).
+
+    All queries are scored in one bm25s call over ``n_threads`` threads; the output keeps one list per query,
+    in query order, each as ``BM25Retriever`` would return it (new Documents with ``score`` and
+    ``meta["retrieval_type"] = "sparse"``; empty for an empty or stopword-only query).
+
+    ```python
+    from components.retrievers.bm25_batch_retriever import BM25BatchRetriever
+
+    result = BM25BatchRetriever(store, top_k=5).run(queries=["first question", "second question"])
+    first_hits, second_hits = result["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: BM25DocumentStore,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        filter_policy: FilterPolicy = FilterPolicy.REPLACE,
+        n_threads: int = -1,
+    ) -> None:
+        """
+        :param document_store: The BM25DocumentStore to search.
+        :param filters: Haystack metadata filters applied to every query (see ``filter_policy``).
+        :param top_k: Maximum number of documents per query, >= 1.
+        :param filter_policy: ``REPLACE`` (runtime filters replace ``filters``) or ``MERGE`` (both apply).
+        :param n_threads: Threads bm25s scores with: -1 = all cores, 0 = the calling thread, or a count >= 1.
+        :raises TypeError: If ``document_store`` is not a BM25DocumentStore.
+        :raises ValueError: If ``top_k`` < 1 or ``n_threads`` < -1.
+        """
+        if not isinstance(document_store, BM25DocumentStore):
+            raise TypeError(f"document_store must be a BM25DocumentStore, got {type(document_store).__name__}")
+        check_top_k(top_k)
+        if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < -1:
+            raise ValueError(f"n_threads must be an integer >= -1 (-1 = all cores, 0 = calling thread); got {n_threads!r}")
+        self.document_store = document_store
+        self.filters = filters
+        self.top_k = top_k
+        self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
+        self.n_threads = n_threads
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the retriever and its store's configuration."""
+        return default_to_dict(
+            self, document_store=self.document_store, filters=self.filters, top_k=self.top_k,
+            filter_policy=self.filter_policy.value, n_threads=self.n_threads,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BM25BatchRetriever":
+        """Deserialize a retriever (and its store) from ``to_dict`` output."""
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """Load the store's index and tokenizer now rather than on the first batch."""
+        self.document_store.warm_up()
+
+    @component.output_types(documents=list[list[Document]])
+    def run(
+        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[list[Document]]]:
+        """
+        Retrieve the best documents for every query.
+
+        :param queries: Query texts, each at most 1,048,576 characters.
+        :param filters: Metadata filters for this batch, combined with the init filters per ``filter_policy``.
+        :param top_k: Maximum number of documents per query (default: the init ``top_k``), >= 1.
+        :returns: ``{"documents": [[...], ...]}``: one list per query, in query order, best first.
+        :raises ValueError: If a query is too long or not a string (the message gives its position), or top_k < 1.
+        """
+        top_k = self.top_k if top_k is None else top_k
+        check_top_k(top_k)
+        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
+        documents = self.document_store.bm25_retrieval_batch(queries, filters=filters, top_k=top_k, n_threads=self.n_threads)
+        return {"documents": documents}
+
+    @component.output_types(documents=list[list[Document]])
+    async def run_async(
+        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[list[Document]]]:
+        """Same as ``run``, in a worker thread so the event loop stays free while BM25 scores."""
+        return await asyncio.to_thread(self.run, queries, filters, top_k)

@@ -1,0 +1,384 @@
+"""A Haystack document store searched with BM25 through bm25s: English, Chinese, persisted, incremental."""
+
+import json
+import threading
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from haystack import Document, default_from_dict, default_to_dict
+from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
+from haystack.document_stores.types import DuplicatePolicy
+from haystack.utils.filters import document_matches_filter
+
+from components.stores.bm25_document_table import (
+    DocumentTable,
+    JsonlDocumentTable,
+    SharedDocumentTable,
+    write_documents_file,
+)
+from components.stores.bm25_index import BM25Index, IndexSnapshot
+from components.stores.bm25_persistence import MANIFEST, current_generation, read_manifest, write_generation
+from components.stores.bm25_segments import BM25Params, MainSegment
+from components.stores.bm25_settings import check_query, check_top_k, resolve_settings, validate_init
+from components.stores.bm25_tokenizers import BM25Tokenizer
+
+_MASK_CACHE_SIZE = 32
+
+
+class BM25DocumentStore:
+    """
+    Documents searchable with BM25 (bm25s), saved crash-safely and loaded memory-mapped.
+
+    The UltraRAG seed's BM25 backend (``lang``, ``save_path``) as a Haystack DocumentStore: ``path`` is the
+    seed's ``save_path``. Settings left as ``None`` take the saved index's values when ``path`` holds one,
+    else the defaults (``lang="en"``, Lucene BM25 with ``k1=0.9``, ``b=0.4``); an explicit value that
+    contradicts the saved index is an error, because its weights and terms were computed with the saved ones.
+
+    Writes and deletes are incremental: they are searchable by the next query without rebuilding the whole
+    index (see ``components.stores.bm25_index`` for when it rebuilds and what that does to scores). Documents
+    are kept in memory once written; a loaded store reads them from its directory as hits need them, or from
+    the FAISS store at ``document_store_path`` so that both indexes share one copy of the corpus.
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        lang: str | None = None,
+        tokenizer: str | None = None,
+        method: str | None = None,
+        k1: float | None = None,
+        b: float | None = None,
+        delta: float | None = None,
+        backend: str = "numpy",
+        compaction_ratio: float = 0.1,
+        document_store_path: str | None = None,
+        autosave: bool = True,
+    ) -> None:
+        """
+        :param path: Directory the index is saved to and loaded from (the seed's ``save_path``); loaded lazily.
+        :param lang: Tokenizer: ``en`` (stopwords + Snowball stemmer), ``zh`` (jieba) or ``character`` (CJK
+            character unigrams and bigrams). Default ``en``.
+        :param tokenizer: Import path ``package.module:function`` of a ``function(text) -> list[str]`` used
+            instead of ``lang``'s tokenizer.
+        :param method: BM25 variant: one of ``lucene`` (default), ``robertson``, ``atire``, ``bm25l``, ``bm25+``.
+        :param k1: Term-frequency saturation, >= 0 (default 0.9).
+        :param b: Length normalisation, between 0 and 1 (default 0.4).
+        :param delta: Lower bound of BM25L/BM25+ term weights, >= 0 (default 0.5; ignored by other methods).
+        :param backend: bm25s scoring backend, ``numpy`` or ``numba`` (faster per query after a one-off JIT
+            compilation of several seconds, done by ``warm_up``).
+        :param compaction_ratio: Rebuild the whole index when documents written or deleted since the last
+            build exceed this fraction of it, in (0, 1].
+        :param document_store_path: Directory of a FAISS store over the same corpus: the saved index then holds
+            no documents and reads them from there.
+        :param autosave: With ``path``, save after every ``write_documents``/``delete_documents`` call, as the
+            FAISS store does, so an indexing pipeline leaves a saved index. Each save first folds pending
+            changes into a new bm25s index: cheap for bulk writes (a DocumentWriter writes a batch per call),
+            costly for one-document writes; turn it off and call ``save()`` yourself for those.
+        :raises ValueError: If a parameter is outside its allowed range (the message names it).
+        """
+        validate_init(lang=lang, tokenizer=tokenizer, method=method, k1=k1, b=b, delta=delta, backend=backend,
+                      compaction_ratio=compaction_ratio, path=path, document_store_path=document_store_path)
+        self.path = path
+        self.lang = lang
+        self.tokenizer = tokenizer
+        self.method = method
+        self.k1 = k1
+        self.b = b
+        self.delta = delta
+        self.backend = backend
+        self.compaction_ratio = compaction_ratio
+        if not isinstance(autosave, bool):
+            raise ValueError(f"autosave must be True or False; got {autosave!r}")
+        self.document_store_path = document_store_path
+        self.autosave = autosave
+        self._lock = threading.RLock()
+        self._index: BM25Index | None = None
+        self._tokenize: BM25Tokenizer | None = None
+        self._settings: dict[str, Any] = {}
+        self._docs: dict[str, Document] = {}
+        self._table: DocumentTable | None = None
+        self._masks: dict[tuple[int, str], tuple[np.ndarray | None, np.ndarray | None]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the store's configuration (not its documents: ``save`` writes those to ``path``)."""
+        return default_to_dict(
+            self, path=self.path, lang=self.lang, tokenizer=self.tokenizer, method=self.method, k1=self.k1,
+            b=self.b, delta=self.delta, backend=self.backend, compaction_ratio=self.compaction_ratio,
+            document_store_path=self.document_store_path, autosave=self.autosave,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BM25DocumentStore":
+        """Deserialize a store from ``to_dict`` output; its index is loaded from ``path`` on first use."""
+        return default_from_dict(cls, data)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Effective tokenizer and BM25 settings (explicit, saved or default), e.g. ``{"lang": "en", ...}``."""
+        self._ready()
+        return dict(self._settings)
+
+    @property
+    def index_builds(self) -> int:
+        """How many times the whole BM25 index was built (first build and compactions) since this store opened."""
+        return self._ready().full_builds
+
+    @property
+    def delta_builds(self) -> int:
+        """How many times the small index of recently written documents was rebuilt."""
+        return self._ready().delta_builds
+
+    def warm_up(self) -> None:
+        """Load the index, the tokenizer and (for ``backend="numba"``) compile the scorer; idempotent."""
+        index = self._ready()
+        assert self._tokenize is not None
+        self._tokenize.warm_up()
+        snapshot = index.snapshot()
+        if self.backend == "numba" and snapshot.main is not None:
+            snapshot.search([next(iter(snapshot.vocab))], 1)
+
+    def count_documents(self) -> int:
+        """Number of documents in the store."""
+        return len(self._ready())
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        """Documents matching Haystack ``filters`` (all when empty), in index order then write order."""
+        _check_filter_syntax(filters)
+        with self._lock:
+            documents = self._documents(self._ready().ids(), cache=True)
+        if not filters:
+            return documents
+        return [d for d in documents if document_matches_filter(filters=filters, document=d)]
+
+    def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
+        """
+        Write documents; their content is tokenized now and searchable from the next query.
+
+        :param policy: ``NONE`` behaves as ``FAIL``. ``FAIL`` writes nothing if any id exists (or repeats),
+            ``SKIP`` leaves existing ones, ``OVERWRITE`` replaces them.
+        :returns: The number of documents written.
+        :raises ValueError: If ``documents`` is not a list of Documents.
+        :raises DuplicateDocumentError: With ``FAIL``, naming the first id that already exists.
+        """
+        if not isinstance(documents, list):
+            raise ValueError(f"write_documents expects a list of Documents, got {type(documents).__name__}")
+        for i, document in enumerate(documents):
+            if not isinstance(document, Document):
+                raise ValueError(f"write_documents expects a list of Documents; item #{i} is a {type(document).__name__}")
+        index = self._ready()
+        assert self._tokenize is not None
+        terms = dict(zip((d.id for d in documents), self._tokenize([d.content or "" for d in documents])))
+        with self._lock:
+            accepted = self._apply_policy(index, documents, DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy)
+            index.delete([doc_id for doc_id in accepted if doc_id in index])
+            index.add(list(accepted), [terms[doc_id] for doc_id in accepted])
+            self._docs.update(accepted)
+            if accepted:
+                self._autosave()
+        return len(accepted)
+
+    @staticmethod
+    def _apply_policy(index: BM25Index, documents: list[Document], policy: DuplicatePolicy) -> dict[str, Document]:
+        """The documents to write under ``policy``, by id (a later duplicate in the batch wins with OVERWRITE)."""
+        accepted: dict[str, Document] = {}
+        for document in documents:
+            exists = document.id in index or document.id in accepted
+            if exists and policy == DuplicatePolicy.FAIL:
+                raise DuplicateDocumentError(f"ID '{document.id}' already exists.")
+            if exists and policy == DuplicatePolicy.SKIP:
+                continue
+            accepted[document.id] = document
+        return accepted
+
+    def delete_documents(self, document_ids: list[str]) -> None:
+        """Delete documents by id; unknown ids are ignored. Deleted documents vanish from the next search."""
+        with self._lock:
+            deleted = self._ready().delete(list(document_ids))
+            for doc_id in document_ids:
+                self._docs.pop(doc_id, None)
+            if deleted:
+                self._autosave()
+
+    def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
+        """Number of documents matching ``filters``."""
+        return len(self.filter_documents(filters))
+
+    def delete_by_filter(self, filters: dict[str, Any]) -> int:
+        """Delete the documents matching ``filters``; returns how many."""
+        with self._lock:
+            ids = [d.id for d in self.filter_documents(filters)]
+            self.delete_documents(ids)
+            return len(ids)
+
+    def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
+        """
+        Merge ``meta`` into the metadata of the documents matching ``filters``; returns how many.
+
+        Content is unchanged, so the BM25 index is too. With ``document_store_path`` the saved index holds no
+        documents: update the FAISS store as well, or the change is lost when the store is reloaded.
+        """
+        with self._lock:
+            documents = self.filter_documents(filters)
+            for document in documents:
+                self._docs[document.id] = replace(document, meta={**document.meta, **meta})
+            self._masks.clear()
+            if documents:
+                self._autosave()
+            return len(documents)
+
+    def delete_all_documents(self) -> None:
+        """Empty the store (the saved index at ``path`` stays until the next save)."""
+        with self._lock:
+            self._ready().clear()
+            self._docs = {}
+            self._table = None
+            self._autosave()
+
+    def get_documents_by_id(self, ids: list[str]) -> list[Document]:
+        """Documents with these ids, in this order; ids the store does not hold are left out."""
+        with self._lock:
+            index = self._ready()
+            return self._documents([doc_id for doc_id in ids if doc_id in index], cache=False)
+
+    def bm25_retrieval(self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10) -> list[Document]:
+        """Best ``top_k`` documents for ``query`` (see ``bm25_retrieval_batch``)."""
+        check_query(query, "query")
+        return self.bm25_retrieval_batch([query], filters=filters, top_k=top_k)[0]
+
+    def bm25_retrieval_batch(
+        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int = 10, n_threads: int = 0
+    ) -> list[list[Document]]:
+        """
+        Best ``top_k`` documents per query, scored with BM25, in one bm25s call.
+
+        Only documents sharing a term with the query come back (score above a no-match document's), so an
+        empty query or one made only of stopwords gets an empty list. With ``filters``, exactly ``top_k``
+        matching documents come back when that many match and share a term with the query.
+        Each hit is a new Document with ``score`` set and ``meta["retrieval_type"] = "sparse"``.
+
+        :param n_threads: Threads for bm25s (0 = this thread, -1 = all cores).
+        :raises ValueError: If a query is not a string or longer than 1,048,576 characters, or top_k < 1.
+        """
+        if not isinstance(queries, list):
+            raise ValueError(f"queries must be a list of strings, got {type(queries).__name__}")
+        for i, query in enumerate(queries):
+            check_query(query, f"queries[{i}]")
+        check_top_k(top_k)
+        _check_filter_syntax(filters)
+        index = self._ready()
+        assert self._tokenize is not None
+        terms = self._tokenize(queries)
+        with self._lock:
+            snapshot = index.snapshot()
+            main_accept, delta_accept = self._filter_masks(snapshot, filters) if filters else (None, None)
+        hits = snapshot.search(terms, top_k, n_threads, main_accept, delta_accept)
+        with self._lock:
+            ids = list(dict.fromkeys(doc_id for query_hits in hits for doc_id, _ in query_hits if doc_id in index))
+            found = dict(zip(ids, self._documents(ids, cache=False)))
+        return [[_hit(found[doc_id], score) for doc_id, score in query_hits if doc_id in found] for query_hits in hits]
+
+    def save(self, path: str | None = None) -> None:
+        """
+        Save the store to ``path`` (default: the store's ``path``) as a new generation, crash-safely.
+
+        Pending writes and deletes are folded in first (a compaction), so the saved index is one bm25s index.
+        """
+        target = path or self.path
+        if target is None:
+            raise ValueError("save needs a path: pass save(path=...) or create the store with path=...")
+        with self._lock:
+            index = self._ready()
+            if index.has_pending_changes():
+                index.compact()
+            main = index.snapshot().main
+            generation = write_generation(Path(target), lambda directory: self._write(directory, main))
+            if main is not None and self._settings["document_store_path"] is None:
+                self._table = JsonlDocumentTable(generation, main.ids)
+
+    def _autosave(self) -> None:
+        """Save after a mutation when ``autosave`` is on and the store has a ``path``."""
+        if self.autosave and self.path is not None:
+            self.save()
+
+    def _write(self, directory: Path, main: MainSegment | None) -> dict[str, Any]:
+        """Fill a generation directory and return its manifest fields."""
+        shared = self._settings["document_store_path"]
+        if main is not None:
+            main.save(directory)
+            if shared is None:
+                write_documents_file(directory, self._documents(main.ids, cache=False))
+        return {
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "documents": main.n_docs if main else 0,
+            "tokenizer": {"lang": self._settings["lang"], "tokenizer": self._settings["tokenizer"]},
+            "bm25": {name: self._settings[name] for name in ("method", "k1", "b", "delta")},
+            "document_store_path": shared,
+        }
+
+    def _ready(self) -> BM25Index:
+        """The index, loading it from ``path`` (or starting empty) on first use."""
+        if self._index is None:
+            with self._lock:
+                if self._index is None:
+                    self._open()
+        assert self._index is not None
+        return self._index
+
+    def _open(self) -> None:
+        """Resolve settings against the saved manifest, then open the saved main segment and documents."""
+        generation = current_generation(Path(self.path)) if self.path else None
+        manifest = read_manifest(generation) if generation else None
+        given = {"lang": self.lang, "tokenizer": self.tokenizer, "method": self.method, "k1": self.k1, "b": self.b,
+                 "delta": self.delta, "document_store_path": self.document_store_path}
+        manifest_file = generation / MANIFEST if generation else None
+        self._settings = resolve_settings(given, manifest, manifest_file)
+        settings = self._settings
+        self._tokenize = BM25Tokenizer(settings["lang"], settings["tokenizer"])
+        params = BM25Params(settings["method"], settings["k1"], settings["b"], settings["delta"], self.backend)
+        main = MainSegment.load(generation, params) if generation and manifest["documents"] else None
+        if main is not None:
+            shared = settings["document_store_path"]
+            self._table = SharedDocumentTable(shared) if shared else JsonlDocumentTable(generation, main.ids)
+        self._index = BM25Index(params, self.compaction_ratio, main)
+
+    def _documents(self, ids: list[str], cache: bool) -> list[Document]:
+        """Documents by id from memory, else from the saved table (kept in memory when ``cache``)."""
+        missing = [doc_id for doc_id in ids if doc_id not in self._docs]
+        fetched = dict(zip(missing, self._table.get(missing))) if missing and self._table else {}
+        if cache:
+            self._docs.update(fetched)
+        return [self._docs[doc_id] if doc_id in self._docs else fetched[doc_id] for doc_id in ids]
+
+    def _filter_masks(self, snapshot: IndexSnapshot, filters: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Which main rows and delta rows match ``filters``, cached per index version and filter."""
+        key = (snapshot.version, json.dumps(filters, sort_keys=True, default=str))
+        if key not in self._masks:
+            if len(self._masks) >= _MASK_CACHE_SIZE:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = (self._mask(snapshot.main.ids if snapshot.main else None, filters, snapshot.alive),
+                                self._mask(snapshot.delta.ids if snapshot.delta else None, filters, None))
+        return self._masks[key]
+
+    def _mask(self, ids: list[str] | None, filters: dict[str, Any], alive: np.ndarray | None) -> np.ndarray | None:
+        """Boolean mask over ``ids``: live (per ``alive``) and matching ``filters``."""
+        if ids is None:
+            return None
+        rows = np.flatnonzero(alive) if alive is not None else np.arange(len(ids))
+        mask = np.zeros(len(ids), dtype=bool)
+        documents = self._documents([ids[r] for r in rows], cache=True)
+        mask[rows] = [document_matches_filter(filters=filters, document=d) for d in documents]
+        return mask
+
+
+def _hit(document: Document, score: float) -> Document:
+    """A new Document for a search hit: the stored one with its BM25 score and ``retrieval_type``."""
+    return replace(document, score=score, meta={**document.meta, "retrieval_type": "sparse"})
+
+
+def _check_filter_syntax(filters: dict[str, Any] | None) -> None:
+    """Reject a filter that is neither a condition nor a logical group before scanning documents."""
+    if filters and "operator" not in filters and "conditions" not in filters:
+        raise ValueError("Invalid filter syntax: a filter needs 'operator' (and 'field'/'value' or 'conditions')")

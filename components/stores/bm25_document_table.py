@@ -1,0 +1,119 @@
+"""Where a loaded BM25 store reads its documents: its own compact file, or a sibling document store.
+
+The BM25 index only needs term ids; documents are read when a search returns them (``top_k`` per query) or
+when a metadata filter must look at all of them. A standalone store saves its documents as one JSONL line
+each (``Document.to_dict``) plus an array of byte offsets, so one document costs one ``pread`` and no index
+structure has to be loaded. A store built over the same corpus as a FAISS store can instead keep only the
+ids and read documents from that store (``document_store_path``), so the corpus is stored once.
+"""
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from haystack import Document
+from haystack.document_stores.errors import DocumentStoreError
+
+from components.stores.bm25_persistence import load_array
+
+DOCUMENTS = "documents.jsonl"
+OFFSETS = "documents.offsets.npy"
+
+
+class DocumentTable(Protocol):
+    """Documents of the saved main segment, by id."""
+
+    def get(self, ids: list[str]) -> list[Document]:
+        """The documents with these ids, in this order; raises DocumentStoreError when one is missing."""
+
+
+def write_documents_file(directory: Path, documents: Iterable[Document]) -> None:
+    """Write ``documents.jsonl`` (one ``Document.to_dict`` per line) and its byte offsets."""
+    offsets = [0]
+    with open(directory / DOCUMENTS, "wb") as f:
+        for i, document in enumerate(documents):
+            try:
+                line = json.dumps(document.to_dict(flatten=False), ensure_ascii=False).encode("utf-8") + b"\n"
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"document #{i} (id {document.id}) cannot be saved as JSON: {exc}") from exc
+            f.write(line)
+            offsets.append(offsets[-1] + len(line))
+    np.save(directory / OFFSETS, np.array(offsets, dtype=np.int64))
+
+
+class JsonlDocumentTable:
+    """Documents saved beside the index: ``documents.jsonl`` read line by line through its offsets."""
+
+    def __init__(self, directory: Path, ids: list[str]) -> None:
+        """Open the file of a generation whose rows hold ``ids``; checks that the offsets match the rows."""
+        self.path = directory / DOCUMENTS
+        self._offsets = load_array(directory / OFFSETS, "i")
+        if len(self._offsets) != len(ids) + 1 or int(self._offsets[-1]) != self.path.stat().st_size:
+            raise DocumentStoreError(
+                f"{directory / OFFSETS}: corrupted, {len(self._offsets)} offsets ending at {int(self._offsets[-1])} "
+                f"for {len(ids)} documents in {self.path} ({self.path.stat().st_size} bytes)"
+            )
+        self._row = {doc_id: row for row, doc_id in enumerate(ids)}
+        self._fd = os.open(self.path, os.O_RDONLY)
+
+    def __del__(self) -> None:
+        """Close the file descriptor (kept open so a replaced generation stays readable until then)."""
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            os.close(fd)
+
+    def get(self, ids: list[str]) -> list[Document]:
+        """Read these documents, each from its own line; the line must hold the expected id."""
+        return [self._read(self._row_of(doc_id), doc_id) for doc_id in ids]
+
+    def _row_of(self, doc_id: str) -> int:
+        """Row of a saved document; a missing one means the index and the documents file disagree."""
+        row = self._row.get(doc_id)
+        if row is None:
+            raise DocumentStoreError(f"{self.path}: holds no document with id {doc_id!r}")
+        return row
+
+    def _read(self, row: int, doc_id: str) -> Document:
+        """Parse line ``row + 1`` of the file and check that it is the document the index expects."""
+        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
+        raw = os.pread(self._fd, end - start, start)
+        try:
+            data: dict[str, Any] = json.loads(raw)
+            document = Document.from_dict(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise DocumentStoreError(f"{self.path}: line {row + 1} is corrupted ({exc})") from exc
+        if document.id != doc_id:
+            raise DocumentStoreError(f"{self.path}: line {row + 1} holds id {document.id!r}, expected {doc_id!r}")
+        return document
+
+
+class SharedDocumentTable:
+    """Documents read from the FAISS store at ``path`` (built over the same corpus), opened on first use."""
+
+    def __init__(self, path: str) -> None:
+        """Remember where the sibling store lives; nothing is opened yet."""
+        self.path = path
+        self._store: Any = None
+
+    def get(self, ids: list[str]) -> list[Document]:
+        """Fetch these documents from the sibling store; every id must be there."""
+        documents = self._sibling().get_documents_by_id(ids)
+        by_id = {d.id: d for d in documents}
+        missing = [doc_id for doc_id in ids if doc_id not in by_id]
+        if missing:
+            raise DocumentStoreError(
+                f"document store at {self.path} (document_store_path) lacks {len(missing)} document(s) the BM25 index "
+                f"holds, e.g. id {missing[0]!r}: both stores must index the same corpus"
+            )
+        return [by_id[doc_id] for doc_id in ids]
+
+    def _sibling(self) -> Any:
+        """Open the FAISS store the first time a document is needed."""
+        if self._store is None:
+            from components.stores.faiss_document_store import FAISSDocumentStore
+
+            self._store = FAISSDocumentStore.load(self.path)
+        return self._store

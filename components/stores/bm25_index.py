@@ -1,0 +1,189 @@
+"""An incremental BM25 index over document ids: a bm25s main segment, a deletion mask and a delta segment.
+
+Writes and deletes cost almost nothing: a write appends the document's term ids to the delta, a delete clears
+the document's bit in the main segment's alive mask (or drops it from the delta). The next search rebuilds
+only what changed, lazily: the delta's weight matrix when the delta changed (``delta_builds``), or the whole
+main segment — a compaction — when the delta plus the deleted rows outgrow ``compaction_ratio`` times the
+main segment (``full_builds``). Compaction reuses the stored term ids, so it never re-tokenizes.
+
+Scores before and after a compaction. Main-segment documents keep the statistics of their build: document
+count N, document frequency df and average length avgdl of the main rows, deleted rows included (as Lucene
+does until segments merge). Delta documents are scored with N, df and avgdl over main rows + delta, so their
+scores are on the same scale. A compaction recomputes the statistics over the live documents only, so scores
+then move a little: terms common among recently written documents get a lower IDF, terms of deleted
+documents a higher one. With the default ratio 0.1 the IDF of a term moves by at most log(1.1) ≈ 0.1 through
+N; rankings within one query barely change. A freshly built index scores exactly like raw bm25s.
+"""
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from components.stores.bm25_segments import BM25Params, DeltaSegment, Hits, MainSegment
+
+
+@dataclass(frozen=True)
+class IndexSnapshot:
+    """A consistent, read-only view of the index for one search; later writes do not affect it."""
+
+    version: int
+    vocab: dict[str, int]
+    main: MainSegment | None
+    alive: np.ndarray | None
+    delta: DeltaSegment | None
+
+    def search(self, queries: list[list[str]], k: int, n_threads: int = 0, main_accept: np.ndarray | None = None,
+               delta_accept: np.ndarray | None = None) -> list[list[tuple[str, float]]]:
+        """Best ``k`` (id, score) pairs per query (terms), merged over both segments, best first."""
+        ids = [np.array([self.vocab[t] for t in q if t in self.vocab], dtype=np.int64) for q in queries]
+        main_hits = self._main_hits(ids, k, n_threads, main_accept)
+        delta_hits = self.delta.search(ids, k, delta_accept) if self.delta else [_NO_HITS] * len(ids)
+        return [self._merge(m, d, k) for m, d in zip(main_hits, delta_hits)]
+
+    def _main_hits(self, ids: list[np.ndarray], k: int, n_threads: int, accept: np.ndarray | None) -> list[Hits]:
+        """Search the main segment with deleted (and, with ``accept``, filtered-out) rows masked to zero."""
+        if self.main is None:
+            return [_NO_HITS] * len(ids)
+        mask = None
+        if accept is not None or not bool(self.alive.all()):
+            mask = (self.alive if accept is None else self.alive & accept).astype(np.float32)
+        return self.main.search(ids, k, mask, n_threads)
+
+    def _merge(self, main: Hits, delta: Hits, k: int) -> list[tuple[str, float]]:
+        """Interleave both segments' hits by score; on equal scores main rows come first."""
+        pairs: list[tuple[str, float]] = []
+        if self.main is not None:
+            pairs += [(self.main.ids[r], float(s)) for r, s in zip(*main)]
+        if self.delta is not None:
+            pairs += [(self.delta.ids[r], float(s)) for r, s in zip(*delta)]
+        pairs.sort(key=lambda pair: -pair[1])
+        return pairs[:k]
+
+
+_NO_HITS: Hits = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+
+
+class BM25Index:
+    """Document ids and their term ids, searchable with BM25; see the module docstring for the lifecycle."""
+
+    def __init__(self, params: BM25Params, compaction_ratio: float = 0.1, main: MainSegment | None = None) -> None:
+        """Start empty, or from a main segment loaded from disk (all its rows alive)."""
+        self.params = params
+        self.compaction_ratio = compaction_ratio
+        self.full_builds = 0
+        self.delta_builds = 0
+        self._lock = threading.RLock()
+        self._version = 0
+        self._set_main(main, dict(main.bm25.vocab_dict) if main else {})
+        self._delta: dict[str, np.ndarray] = {}
+        self._view: DeltaSegment | None = None
+
+    def _set_main(self, main: MainSegment | None, vocab: dict[str, int]) -> None:
+        """Make ``main`` the main segment with every row alive, and ``vocab`` the term ids."""
+        self._main = main
+        self._vocab = vocab
+        self._alive = np.ones(main.n_docs, dtype=bool) if main else None
+        self._row_of = {doc_id: row for row, doc_id in enumerate(main.ids)} if main else {}
+
+    def __len__(self) -> int:
+        """Number of live documents."""
+        return len(self._row_of) + len(self._delta)
+
+    def __contains__(self, doc_id: object) -> bool:
+        """Whether a live document has this id."""
+        return doc_id in self._row_of or doc_id in self._delta
+
+    def ids(self) -> list[str]:
+        """Live document ids: main rows in index order, then the delta in write order."""
+        with self._lock:
+            main_ids = [self._main.ids[r] for r in np.flatnonzero(self._alive)] if self._main else []
+            return main_ids + list(self._delta)
+
+    def add(self, doc_ids: list[str], terms: list[list[str]]) -> None:
+        """Add new documents (ids not yet present) to the delta; new terms extend the vocabulary."""
+        with self._lock:
+            vocab = self._vocab
+            for doc_id, doc_terms in zip(doc_ids, terms):
+                token_ids = [vocab.setdefault(t, len(vocab)) for t in doc_terms]
+                self._delta[doc_id] = np.array(token_ids, dtype=np.int32)
+            self._changed(delta=True)
+
+    def delete(self, doc_ids: list[str]) -> int:
+        """Forget these documents; unknown ids are ignored. Returns how many were live."""
+        with self._lock:
+            rows = [self._row_of.pop(i) for i in doc_ids if i in self._row_of]
+            dropped = [self._delta.pop(i) for i in doc_ids if i in self._delta]
+            if rows:
+                alive = self._alive.copy()
+                alive[rows] = False
+                self._alive = alive
+            if rows or dropped:
+                self._changed(delta=bool(dropped))
+            return len(rows) + len(dropped)
+
+    def clear(self) -> None:
+        """Forget every document and term."""
+        with self._lock:
+            self._set_main(None, {})
+            self._delta = {}
+            self._changed(delta=True)
+
+    def snapshot(self) -> IndexSnapshot:
+        """Bring the segments up to date (compaction or delta rebuild, if due) and return a view to search."""
+        with self._lock:
+            if self._compaction_due():
+                self.compact()
+            elif self._view is None and self._delta:
+                self._view = DeltaSegment(list(self._delta), list(self._delta.values()), self._main, len(self._vocab),
+                                          self.params)
+                self.delta_builds += 1
+            return IndexSnapshot(self._version, self._vocab, self._main, self._alive, self._view)
+
+    def compact(self) -> None:
+        """Rebuild the main segment over the live documents only; the delta and the deletion mask empty."""
+        with self._lock:
+            ids, token_lists = self._live_token_lists()
+            if not ids:
+                self._set_main(None, {})
+            else:
+                used, inverse = np.unique(np.concatenate(token_lists), return_inverse=True)
+                terms = np.empty(len(self._vocab), dtype=object)
+                terms[list(self._vocab.values())] = list(self._vocab.keys())
+                vocab = {term: new_id for new_id, term in enumerate(terms[used].tolist())}
+                split = np.split(inverse.astype(np.int32), np.cumsum([len(t) for t in token_lists])[:-1])
+                self._set_main(MainSegment.build(ids, split, vocab, self.params), vocab)
+            self._delta = {}
+            self.full_builds += 1
+            self._changed(delta=True)
+
+    def has_pending_changes(self) -> bool:
+        """Whether the delta or the deletion mask holds anything a compaction would fold in."""
+        return bool(self._delta) or (self._main is not None and len(self._row_of) < self._main.n_docs)
+
+    def _compaction_due(self) -> bool:
+        """True when there is no main segment yet, or the pending changes outgrew the ratio."""
+        if self._main is None:
+            return bool(self._delta)
+        pending = len(self._delta) + self._main.n_docs - len(self._row_of)
+        return pending > self.compaction_ratio * self._main.n_docs
+
+    def _live_token_lists(self) -> tuple[list[str], list[np.ndarray]]:
+        """Ids and term ids of every live document, main rows first (vectorised: main may be memory-mapped)."""
+        ids: list[str] = []
+        token_lists: list[np.ndarray] = []
+        if self._main is not None:
+            rows = np.flatnonzero(self._alive)
+            lengths = np.diff(np.asarray(self._main.offsets))
+            kept = np.asarray(self._main.tokens)[np.repeat(self._alive, lengths)]
+            ids = [self._main.ids[r] for r in rows]
+            token_lists = np.split(kept, np.cumsum(lengths[rows])[:-1]) if len(rows) else []
+        ids += list(self._delta)
+        token_lists += list(self._delta.values())
+        return ids, token_lists
+
+    def _changed(self, delta: bool) -> None:
+        """Record a mutation: snapshots taken from now on get a new version (filter caches key on it)."""
+        self._version += 1
+        if delta:
+            self._view = None

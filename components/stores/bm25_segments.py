@@ -1,0 +1,191 @@
+"""The two segments of a BM25 index: a main segment built by bm25s and a small delta segment.
+
+bm25s precomputes every (document, term) weight into a sparse matrix, so it can neither add nor delete a
+document in place. The main segment is such a bm25s index, built once over many documents; it also keeps
+each row's term ids so that a later rebuild (compaction) needs neither the texts nor the tokenizer. Documents
+written after that build go to the delta segment, which we score ourselves (``bm25_scoring``) with the
+statistics of main + delta, and which is cheap to rebuild because it stays a small fraction of the main one.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+from haystack.document_stores.errors import DocumentStoreError
+
+from components.stores import bm25_scoring
+from components.stores.bm25_persistence import load_array, load_json
+
+# A main-segment hit must beat the score of a document that matches no query term (zero, except for
+# BM25L/BM25+ whose missing terms still weigh something) by this relative margin, to absorb float32 rounding.
+_FLOOR_MARGIN = 1e-6
+
+Hits = tuple[np.ndarray, np.ndarray]
+"""Row numbers within a segment and their scores, best first."""
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """The bm25s scoring settings an index is built with; they are baked into its weights."""
+
+    method: str = "lucene"
+    k1: float = 0.9
+    b: float = 0.4
+    delta: float = 0.5
+    backend: str = "numpy"
+
+
+class MainSegment:
+    """Documents indexed by one bm25s build: fixed rows, optionally memory-mapped from a saved index."""
+
+    def __init__(self, bm25: bm25s.BM25, ids: list[str], tokens: np.ndarray, offsets: np.ndarray) -> None:
+        """Wrap a built or loaded bm25s index with the document id and term ids of each of its rows."""
+        self.bm25 = bm25
+        self.ids = ids
+        self.tokens = tokens
+        self.offsets = offsets
+        indptr = bm25.scores["indptr"]
+        self.vocab_size = len(indptr) - 1
+        self.doc_freq = np.diff(np.asarray(indptr)).astype(np.int64)
+        self.total_length = int(offsets[-1])
+
+    @classmethod
+    def build(cls, ids: list[str], token_lists: list[np.ndarray], vocab: dict[str, int], params: BM25Params) -> "MainSegment":
+        """Build a bm25s index over documents given as arrays of term ids into ``vocab`` (ids 0..len-1)."""
+        bm25 = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta, backend=params.backend)
+        lists = [t.tolist() for t in token_lists]
+        bm25.index((lists, vocab), create_empty_token=False, show_progress=False)
+        offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in token_lists], out=offsets[1:])
+        tokens = np.concatenate(token_lists).astype(np.int32) if token_lists else np.zeros(0, dtype=np.int32)
+        return cls(bm25, list(ids), tokens, offsets)
+
+    @property
+    def n_docs(self) -> int:
+        """Number of rows, deleted ones included (they keep counting in the statistics until compaction)."""
+        return len(self.ids)
+
+    def row_tokens(self, row: int) -> np.ndarray:
+        """Term ids of one row, in text order."""
+        return np.asarray(self.tokens[self.offsets[row] : self.offsets[row + 1]])
+
+    def search(self, queries: list[np.ndarray], k: int, mask: np.ndarray | None, n_threads: int) -> list[Hits]:
+        """Top ``k`` rows for each query (term ids), in one bm25s call; rows with ``mask`` 0 never come back."""
+        hits: list[Hits] = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))] * len(queries)
+        restricted = [q[q < self.vocab_size] for q in queries]
+        known = [i for i, q in enumerate(restricted) if len(q)]
+        if not known:
+            return hits
+        ids = [restricted[i] for i in known]
+        rows, scores = self.bm25.retrieve(
+            [q.tolist() for q in ids], k=min(k, self.n_docs), weight_mask=mask, n_threads=n_threads,
+            show_progress=False, return_as="tuple",
+        )
+        nonoccurrence = self.bm25.nonoccurrence_array
+        for j, i in enumerate(known):
+            floor = float(nonoccurrence[ids[j]].sum()) if nonoccurrence is not None else 0.0
+            keep = scores[j] > floor + _FLOOR_MARGIN * abs(floor)
+            hits[i] = (np.asarray(rows[j][keep], dtype=np.int64), scores[j][keep])
+        return hits
+
+    def save(self, directory: Path) -> None:
+        """Write the bm25s files, the row ids and the term ids of each row into ``directory``."""
+        self.bm25.save(directory, show_progress=False)
+        (directory / "ids.json").write_text(json.dumps(self.ids, ensure_ascii=False), encoding="utf-8")
+        np.save(directory / "tokens.npy", np.asarray(self.tokens))
+        np.save(directory / "token_offsets.npy", np.asarray(self.offsets))
+
+    @classmethod
+    def load(cls, directory: Path, params: BM25Params) -> "MainSegment":
+        """Open a saved segment memory-mapped; every file is checked first so an error names the bad one."""
+        for name, kind in (("data.csc.index.npy", "f"), ("indices.csc.index.npy", "i"), ("indptr.csc.index.npy", "i")):
+            load_array(directory / name, kind)
+        vocab = load_json(directory / "vocab.index.json")
+        load_json(directory / "params.index.json")
+        try:
+            bm25 = bm25s.BM25.load(directory, mmap=True, load_vocab=False, show_progress=False, backend=params.backend)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise DocumentStoreError(f"{directory}: bm25s cannot load its index files ({exc})") from exc
+        bm25.vocab_dict = vocab
+        bm25.unique_token_ids_set = set(vocab.values())
+        ids = load_json(directory / "ids.json")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise DocumentStoreError(f"{directory / 'ids.json'}: corrupted, expected a JSON list of document ids")
+        segment = cls(bm25, ids, load_array(directory / "tokens.npy", "i"), load_array(directory / "token_offsets.npy", "i"))
+        segment._check_consistency(directory, len(vocab))
+        return segment
+
+    def _check_consistency(self, directory: Path, vocab_size: int) -> None:
+        """Cross-check the sizes of the loaded files; a mismatch means one of them is damaged."""
+        scores = self.bm25.scores
+        problems = {
+            "ids.json": len(self.ids) != scores["num_docs"],
+            "token_offsets.npy": len(self.offsets) != len(self.ids) + 1 or int(self.offsets[-1]) != len(self.tokens),
+            "indptr.csc.index.npy": self.vocab_size != vocab_size or int(scores["indptr"][-1]) != len(scores["data"]),
+            "indices.csc.index.npy": len(scores["indices"]) != len(scores["data"]),
+        }
+        for name, broken in problems.items():
+            if broken:
+                raise DocumentStoreError(f"{directory / name}: corrupted, its size disagrees with the rest of the index")
+
+
+class DeltaSegment:
+    """Documents written since the main build, scored with the statistics of main + delta together."""
+
+    def __init__(self, ids: list[str], token_lists: list[np.ndarray], main: MainSegment | None, vocab_size: int,
+                 params: BM25Params) -> None:
+        """Compute the delta's sparse weight matrix (column = term) once; queries then only add columns."""
+        self.ids = ids
+        self.vocab_size = vocab_size
+        lengths = np.array([len(t) for t in token_lists], dtype=np.int64)
+        flat = np.concatenate(token_lists).astype(np.int64) if token_lists else np.zeros(0, dtype=np.int64)
+        width = max(vocab_size, 1)
+        pairs, tf = np.unique(np.repeat(np.arange(len(ids)), lengths) * width + flat, return_counts=True)
+        rows, terms = pairs // width, pairs % width
+        n_docs, df, total = self._collection_stats(main, terms, lengths, vocab_size)
+        term_idf = np.zeros(vocab_size)
+        seen = df > 0
+        term_idf[seen] = bm25_scoring.idf(params.method, df[seen], n_docs)
+        self.nonoccurrence = bm25_scoring.nonoccurrence(params.method, term_idf, params.k1, params.b, params.delta)
+        avgdl = total / n_docs if total else 1.0
+        weights = term_idf[terms] * bm25_scoring.tfc(
+            params.method, tf.astype(np.float64), lengths[rows].astype(np.float64), avgdl, params.k1, params.b, params.delta
+        ) - self.nonoccurrence[terms]
+        order = np.argsort(terms, kind="stable")
+        self.data = weights[order].astype(np.float32)
+        self.rows = rows[order]
+        self.indptr = np.zeros(vocab_size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms, minlength=vocab_size), out=self.indptr[1:])
+
+    @staticmethod
+    def _collection_stats(main: MainSegment | None, terms: np.ndarray, lengths: np.ndarray,
+                          vocab_size: int) -> tuple[int, np.ndarray, int]:
+        """Document count, per-term document frequency and total length over main + delta."""
+        df = np.bincount(terms, minlength=vocab_size).astype(np.int64)
+        n_docs, total = len(lengths), int(lengths.sum())
+        if main is not None:
+            df[: main.vocab_size] += main.doc_freq
+            n_docs += main.n_docs
+            total += main.total_length
+        return n_docs, df, total
+
+    def search(self, queries: list[np.ndarray], k: int, mask: np.ndarray | None) -> list[Hits]:
+        """Top ``k`` rows for each query (term ids) among rows where ``mask`` is true; non-matching rows never."""
+        return [self._search_one(q[q < self.vocab_size], k, mask) for q in queries]
+
+    def _search_one(self, query: np.ndarray, k: int, mask: np.ndarray | None) -> Hits:
+        """Sum the query terms' columns, keep matching rows, and select the best ``k``."""
+        starts, ends = self.indptr[query], self.indptr[query + 1]
+        postings = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)] or [np.zeros(0, dtype=np.int64)])
+        matched = np.bincount(self.rows[postings], weights=self.data[postings], minlength=len(self.ids))
+        candidates = np.flatnonzero(matched > 0)
+        if mask is not None:
+            candidates = candidates[mask[candidates]]
+        scores = (matched[candidates] + float(self.nonoccurrence[query].sum())).astype(np.float32)
+        if len(candidates) > k:
+            best = np.argpartition(-scores, k - 1)[:k]
+            candidates, scores = candidates[best], scores[best]
+        order = np.argsort(-scores, kind="stable")
+        return candidates[order], scores[order]

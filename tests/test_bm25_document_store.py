@@ -1,0 +1,108 @@
+"""BM25DocumentStore against Haystack's DocumentStore test suites, plus its own parameter checks."""
+
+import pytest
+from haystack import Document
+from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.document_stores.types import DuplicatePolicy
+from haystack.testing.document_store import (
+    CountDocumentsByFilterTest,
+    CountDocumentsTest,
+    DeleteAllTest,
+    DeleteByFilterTest,
+    DeleteDocumentsTest,
+    FilterDocumentsTest,
+    UpdateByFilterTest,
+    WriteDocumentsTest,
+)
+
+from components.stores.bm25_document_store import BM25DocumentStore
+
+
+class TestBM25DocumentStoreProtocol(
+    CountDocumentsTest,
+    WriteDocumentsTest,
+    DeleteDocumentsTest,
+    FilterDocumentsTest,
+    DeleteAllTest,
+    DeleteByFilterTest,
+    UpdateByFilterTest,
+    CountDocumentsByFilterTest,
+):
+    """Haystack's suites, run once on a fresh in-memory store and once on a store with a saved path."""
+
+    @pytest.fixture(params=["memory", "saved"])
+    def document_store(self, request: pytest.FixtureRequest, tmp_path) -> BM25DocumentStore:
+        """A store kept in memory, or one that saves itself to a directory after every write (autosave)."""
+        if request.param == "memory":
+            return BM25DocumentStore()
+        return BM25DocumentStore(path=str(tmp_path / "bm25"))
+
+    def test_write_documents(self, document_store: BM25DocumentStore) -> None:
+        """The default policy fails on an existing id and writes nothing of that batch."""
+        docs = [Document(id="1", content="first"), Document(id="2", content="second")]
+        assert document_store.write_documents(docs) == 2
+        with pytest.raises(DuplicateDocumentError, match="ID '2' already exists"):
+            document_store.write_documents([Document(id="3", content="third"), docs[1]])
+        assert [d.id for d in document_store.filter_documents()] == ["1", "2"]
+
+
+def test_written_documents_are_searchable_and_reloaded_after_autosave(tmp_path) -> None:
+    """With a path, every write is saved: a new store on the same path finds it."""
+    path = str(tmp_path / "bm25")
+    BM25DocumentStore(path=path).write_documents([Document(id="a", content="saturn rings of ice")])
+    hits = BM25DocumentStore(path=path).bm25_retrieval("ice rings")
+    assert [d.id for d in hits] == ["a"]
+
+
+def test_overwrite_replaces_content_in_the_index() -> None:
+    """After OVERWRITE, the old text no longer matches and the new one does."""
+    store = BM25DocumentStore()
+    store.write_documents([Document(id="x", content="volcano eruption lava")])
+    assert store.bm25_retrieval("volcano")
+    store.write_documents([Document(id="x", content="glacier ice melting")], policy=DuplicatePolicy.OVERWRITE)
+    assert store.bm25_retrieval("volcano") == []
+    assert [d.id for d in store.bm25_retrieval("glacier")] == ["x"]
+
+
+def test_skip_keeps_the_first_version() -> None:
+    """SKIP writes nothing for an existing id, and search keeps seeing the first content."""
+    store = BM25DocumentStore()
+    store.write_documents([Document(id="x", content="volcano eruption lava")])
+    assert store.write_documents([Document(id="x", content="glacier ice")], policy=DuplicatePolicy.SKIP) == 0
+    assert store.bm25_retrieval("glacier") == []
+
+
+def test_write_documents_names_the_bad_item() -> None:
+    """A non-Document in the list is refused with its position."""
+    with pytest.raises(ValueError, match="item #1 is a str"):
+        BM25DocumentStore().write_documents([Document(content="ok"), "not a document"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"lang": "fr"}, "lang must be one of en, zh, character; got 'fr'"),
+        ({"tokenizer": "not a path"}, "tokenizer must be an import path 'package.module:function'"),
+        ({"method": "bm26"}, "method must be one of lucene, robertson, atire, bm25l, bm25\\+; got 'bm26'"),
+        ({"k1": -1}, "k1 must be a number >= 0; got -1"),
+        ({"b": 1.5}, "b must be a number in \\[0, 1\\]; got 1.5"),
+        ({"delta": "x"}, "delta must be a number >= 0; got 'x'"),
+        ({"backend": "jax"}, "backend must be one of numpy, numba; got 'jax'"),
+        ({"compaction_ratio": 0}, "compaction_ratio must be a number in \\(0, 1\\]; got 0"),
+        ({"path": ""}, "path must be a non-empty directory path string or None"),
+        ({"autosave": "yes"}, "autosave must be True or False; got 'yes'"),
+    ],
+)
+def test_bad_parameters_are_refused_at_init(kwargs: dict, message: str) -> None:
+    """Each bad parameter gets a ValueError naming it and its allowed range."""
+    with pytest.raises(ValueError, match=message):
+        BM25DocumentStore(**kwargs)
+
+
+def test_to_dict_from_dict_round_trip(tmp_path) -> None:
+    """Serialization keeps every setting; documents travel through the saved path, not the dict."""
+    store = BM25DocumentStore(path=str(tmp_path), lang="zh", method="bm25+", k1=1.2, b=0.75, delta=1.0,
+                              backend="numba", compaction_ratio=0.5, document_store_path="/x/dense", autosave=False)
+    data = store.to_dict()
+    assert data["type"] == "components.stores.bm25_document_store.BM25DocumentStore"
+    assert BM25DocumentStore.from_dict(data).to_dict() == data
