@@ -74,6 +74,17 @@ def build_dense(corpus: Path, index_dir: Path, model: str, overwrite: bool) -> i
     return int(np.load(index_dir / "embeddings.npy", mmap_mode="r").shape[1])
 
 
+def build_bm25(corpus: Path, index_dir: Path, lang: str, share_documents: bool) -> None:
+    """Run pipelines/bm25_index.yaml into INDEX_DIR/bm25; with a dense part, read documents from there."""
+    data = pf.load_template("bm25_index")
+    pf.set_init_param(data, "writer.document_store.path", str(index_dir / "bm25"))
+    pf.set_init_param(data, "writer.document_store.lang", lang)
+    if share_documents:
+        pf.set_init_param(data, "writer.document_store.document_store_path", str(index_dir.resolve() / "dense"))
+    shutil.rmtree(index_dir / "bm25", ignore_errors=True)
+    pf.build(data).run({"reader": {"path": str(corpus)}})
+
+
 def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict:
     """Fill pipelines/<name>_search.yaml with this index's paths, model and top_k."""
     data = pf.load_template(f"{name}_search")
@@ -85,6 +96,9 @@ def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, to
         if store is not None:
             sub = "dense" if "FAISS" in store["type"] else "bm25"
             pf.set_init_param(data, f"{name}.document_store.path", str(index_dir.resolve() / sub))
+            if sub == "bm25" and "dense" in manifest.modes:
+                shared = str(index_dir.resolve() / "dense")
+                pf.set_init_param(data, f"{name}.document_store.document_store_path", shared)
         if "top_k" in data["components"][name]["init_parameters"]:
             pf.set_init_param(data, f"{name}.top_k", top_k)
     return data

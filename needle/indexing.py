@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from needle.index_dir import IndexManifest, NeedleError, build_dense, documents_count, save_search_pipelines
+from needle.index_dir import IndexManifest, NeedleError, build_bm25, build_dense, documents_count, save_search_pipelines
 
 
 def build_index(
@@ -20,8 +20,6 @@ def build_index(
         dim = build_dense(corpus, out, model, overwrite)
         modes.append("dense")
     if bm25:
-        from needle.index_dir import build_bm25
-
         build_bm25(corpus, out, lang, share_documents=dense)
         modes.append("bm25")
     manifest = IndexManifest(

@@ -53,7 +53,7 @@ def test_search_finds_the_module_that_answers(sample_index: Path, capsys: pytest
 
 
 def test_json_has_one_list_per_query_and_honours_top_k(sample_index: Path, capsys: pytest.CaptureFixture) -> None:
-    hits = run_json(capsys, str(sample_index), "zip archives", "thread", "json encoder", "--top-k", "2")
+    hits = run_json(capsys, str(sample_index), "read and write ZIP files", "thread", "json encoder", "--top-k", "2")
     assert [len(h) for h in hits] == [2, 2, 2]
     assert hits[0][0]["id"].startswith("zipfile")
 
@@ -105,7 +105,7 @@ def test_bm25_only_index_searches_without_a_model(tmp_path: Path, capsys: pytest
     out = tmp_path / "bm25only"
     assert main(["index", str(SAMPLE), "--out", str(out), "--bm25", "--no-dense"]) == 0
     assert json.loads((out / "needle.json").read_text())["modes"] == ["bm25"]
-    hits = run_json(capsys, str(out), "zip archive files")
+    hits = run_json(capsys, str(out), "read and write ZIP files")
     assert hits[0][0]["id"].startswith("zipfile")
     assert main(["search", str(out), "q", "--mode", "dense"]) == 2
     assert "no dense part" in capsys.readouterr().err
