@@ -1,0 +1,138 @@
+"""The reranker contract shared by every ranker in this package, with mxRAG's limits.
+
+mxRAG's rerankers offer two calls: ``rerank(query, texts, batch_size)`` returns one score per text, in input
+order, and ``rerank_top_k(objs, scores)`` keeps the ``k`` best objects. Our Haystack components offer both, plus
+the usual ``run(query, documents, top_k)`` socket. The limits below are mxRAG's; a value out of range is a
+``ValueError`` that names the parameter and the allowed range, never a silent truncation.
+"""
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+from haystack import Document
+
+QUERY_MAX_CHARS = 1024 * 1024
+TEXTS_MAX_COUNT = 1000 * 1000
+TEXT_MAX_CHARS = 1024 * 1024
+BATCH_SIZE_RANGE = (1, 1024)
+TOP_K_RANGE = (1, 10000)
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """What every ranker here offers: mxRAG's two calls and Haystack's ``run`` socket."""
+
+    top_k: int
+
+    def rerank(self, query: str, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """Score each text against the query; scores come back in input order."""
+
+    def rerank_top_k(self, objs: Sequence[T], scores: np.ndarray) -> list[T]:
+        """Keep the ``top_k`` objects with the highest scores, best first."""
+
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+        """Haystack socket: new documents carrying scores, best first."""
+
+
+def check_int(name: str, value: Any, low: int, high: int) -> int:
+    """Return ``value`` if it is an integer in ``[low, high]``; else raise a ValueError that states the range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def check_query(query: Any) -> str:
+    """A query is a string of 1..1 MiB characters (mxRAG's limit)."""
+    if not isinstance(query, str):
+        raise ValueError(f"query must be a string, got {type(query).__name__}")
+    if not 1 <= len(query) <= QUERY_MAX_CHARS:
+        raise ValueError(f"query length must be in [1, {QUERY_MAX_CHARS}] characters, got {len(query)}")
+    return query
+
+
+def check_texts(texts: Any) -> list[str]:
+    """Texts are a list of 1..1,000,000 strings of 1..1 MiB characters each; the error names the bad index."""
+    if not isinstance(texts, (list, tuple)):
+        raise ValueError(f"texts must be a list of strings, got {type(texts).__name__}")
+    if not 1 <= len(texts) <= TEXTS_MAX_COUNT:
+        raise ValueError(f"texts must hold [1, {TEXTS_MAX_COUNT}] items, got {len(texts)}")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"texts[{i}] must be a string, got {type(text).__name__}")
+        if not 1 <= len(text) <= TEXT_MAX_CHARS:
+            raise ValueError(f"texts[{i}] length must be in [1, {TEXT_MAX_CHARS}] characters, got {len(text)}")
+    return list(texts)
+
+
+def check_batch_size(batch_size: Any) -> int:
+    """mxRAG's batch size range, 1..1024."""
+    return check_int("batch_size", batch_size, *BATCH_SIZE_RANGE)
+
+
+def check_top_k(top_k: Any, name: str = "top_k") -> int:
+    """mxRAG's ``k`` range, 1..10000."""
+    return check_int(name, top_k, *TOP_K_RANGE)
+
+
+def top_k_order(scores: np.ndarray, k: int) -> list[int]:
+    """Indexes of the ``k`` highest scores, best first; equal scores keep their input order (stable)."""
+    return [int(i) for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+def unique_documents(documents: list[Document]) -> list[Document]:
+    """Drop later copies of a document id, so that a passage is scored and returned once."""
+    seen: set[str] = set()
+    unique = []
+    for doc in documents:
+        if doc.id not in seen:
+            seen.add(doc.id)
+            unique.append(doc)
+    return unique
+
+
+def document_texts(documents: list[Document]) -> list[str]:
+    """The text of each document; a document without text is an error that names it (never skipped)."""
+    texts = []
+    for i, doc in enumerate(documents):
+        if not isinstance(doc.content, str) or not doc.content:
+            raise ValueError(f"documents[{i}] (id={doc.id}) has no text content to rank; rankers need 1+ characters")
+        texts.append(doc.content)
+    return texts
+
+
+class RerankerMixin:
+    """Shared implementation of ``rerank_top_k`` and of turning scores into ranked Haystack documents."""
+
+    top_k: int
+
+    def rerank_top_k(self, objs: Sequence[T], scores: np.ndarray) -> list[T]:
+        """
+        Keep the ``top_k`` objects with the highest scores, best first, stable on ties (mxRAG's call).
+
+        :param objs: the objects that were scored, e.g. texts or documents.
+        :param scores: one finite score per object, a 1-D array of the same length as ``objs``.
+        :raises ValueError: if the lengths differ, the array is not 1-D, or a score is NaN.
+        """
+        scores = np.asarray(scores)
+        if scores.ndim != 1:
+            raise ValueError(f"scores must be a 1-D array, got shape {scores.shape}")
+        if not 1 <= len(objs) <= TEXTS_MAX_COUNT:
+            raise ValueError(f"objs must hold [1, {TEXTS_MAX_COUNT}] items, got {len(objs)}")
+        if len(objs) != len(scores):
+            raise ValueError(f"objs and scores must have the same length, got {len(objs)} and {len(scores)}")
+        if np.isnan(scores).any():
+            raise ValueError(f"scores[{int(np.flatnonzero(np.isnan(scores))[0])}] is NaN")
+        return [objs[i] for i in top_k_order(scores, self.top_k)]
+
+    def _resolve_top_k(self, top_k: int | None) -> int:
+        """The run-time ``top_k`` if given (checked), else the one set at init."""
+        return self.top_k if top_k is None else check_top_k(top_k)
+
+    @staticmethod
+    def _ranked_documents(documents: list[Document], scores: np.ndarray, top_k: int) -> list[Document]:
+        """New documents with their scores, best first; the inputs are left untouched."""
+        return [replace(documents[i], score=float(scores[i])) for i in top_k_order(scores, top_k)]
