@@ -1,0 +1,187 @@
+"""Query-length-adaptive fusion of dense and sparse retrieval results (mxRAG's ``MixRetrieveReranker``).
+
+Short queries (a few keywords) are served best by BM25, long natural-language questions by dense retrieval. The
+weight of the dense side follows a sigmoid of the query length in characters::
+
+    w = baseline + amplitude / (1 + exp(-slope * (len(query) - midpoint)))
+
+(defaults 0.4, 0.3, 1, 6: w runs from 0.40 for one-character queries to 0.70 for long ones). Scores are min-max
+normalised per side (all equal -> 0), the same passage found by both sides (same ``Document.id``) is merged, and
+``score = w * dense + (1 - w) * sparse``, a side that did not find the passage adding 0.
+
+Unlike mxRAG, the sigmoid cannot overflow on long queries, and a document of no or unknown retrieval type is an
+error rather than silently dropped.
+"""
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from components.rankers.reranker_base import RerankerMixin, check_query, check_top_k, top_k_order
+
+SIDES = ("dense", "sparse")
+MAX_DOCUMENTS = 1000 * 1000
+
+
+def stable_sigmoid(x: float) -> float:
+    """1 / (1 + e^-x) without overflow for any finite x (mxRAG's ``math.exp`` overflows past x ~ -709)."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def _check_real(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
+    """A finite real number in [low, high] (or (low, high] when ``low_open``); bools refused."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{name} must be a finite number in {bracket}{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def min_max(scores: list[float]) -> list[float]:
+    """Scale to [0, 1]; when all scores are equal, every one becomes 0 (mxRAG's rule)."""
+    low, high = min(scores), max(scores)
+    return [0.0] * len(scores) if high == low else [(s - low) / (high - low) for s in scores]
+
+
+@component
+class MixRetrieveRanker(RerankerMixin):
+    """
+    Fuses dense and sparse retrieval results with a weight that grows with the query's length.
+
+    Two ways to feed it, usable together:
+    - ``dense_documents`` / ``sparse_documents``: wire a dense retriever and a BM25 retriever straight in, no
+      joiner needed; the socket says the side. A document whose ``meta["retrieval_type"]`` names the other side
+      is an error (a miswired pipeline).
+    - ``documents``: one mixed list, each document tagged ``meta["retrieval_type"]`` = ``"dense"`` or
+      ``"sparse"`` (mxRAG's input); a missing or unknown tag is an error naming the document.
+
+    Every document needs a ``score``. Output documents are new, best first, with ``score`` the fused score and
+    ``meta["retrieval_sources"]`` (``["dense"]``, ``["sparse"]`` or both), ``meta["dense_score"]`` and/or
+    ``meta["sparse_score"]`` (the raw scores) in place of ``meta["retrieval_type"]``.
+    """
+
+    def __init__(
+        self, *, top_k: int = 100, baseline: float = 0.4, amplitude: float = 0.3, slope: float = 1.0, midpoint: float = 6.0
+    ) -> None:
+        """
+        :param top_k: how many fused documents to return, 1..10000 (mxRAG's ``k``, default 100).
+        :param baseline: dense weight for very short queries, in [0, 1].
+        :param amplitude: how much the dense weight grows for long queries, in [0, 1]; baseline + amplitude <= 1.
+        :param slope: steepness of the transition, > 0.
+        :param midpoint: query length (characters) where the weight is halfway, > 0.
+        :raises ValueError: if a parameter is out of range; the message names it and the range.
+        """
+        self.top_k = check_top_k(top_k)
+        self.baseline = _check_real("baseline", baseline, 0.0, 1.0)
+        self.amplitude = _check_real("amplitude", amplitude, 0.0, 1.0)
+        if self.baseline + self.amplitude > 1.0:
+            raise ValueError(f"baseline + amplitude must be <= 1 so the weight stays in [0, 1], got {baseline + amplitude}")
+        self.slope = _check_real("slope", slope, 0.0, math.inf, low_open=True)
+        self.midpoint = _check_real("midpoint", midpoint, 0.0, math.inf, low_open=True)
+
+    def dense_weight(self, query: str) -> float:
+        """The weight ``w`` of the dense side for this query (``1 - w`` goes to the sparse side)."""
+        return self.baseline + self.amplitude * stable_sigmoid(self.slope * (len(query) - self.midpoint))
+
+    def rerank(self, query: str, texts: list[Document], batch_size: int = 32) -> np.ndarray:
+        """
+        mxRAG's call: fused score of each tagged document, in input order (copies of a passage share its score).
+
+        ``texts`` are Documents tagged ``meta["retrieval_type"]``, as in mxRAG; ``batch_size`` is unused (mxRAG too).
+        """
+        if not isinstance(texts, list) or not 1 <= len(texts) <= MAX_DOCUMENTS:
+            raise ValueError(f"texts must be a list of [1, {MAX_DOCUMENTS}] Documents")
+        fused = self._fuse(query, self._tagged(texts, None, "texts"))
+        by_id = {doc.id: doc.score for doc in fused}
+        return np.array([by_id[doc.id] for doc in texts], dtype=np.float64)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query: str,
+        documents: list[Document] | None = None,
+        dense_documents: list[Document] | None = None,
+        sparse_documents: list[Document] | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, list[Document]]:
+        """
+        Fuse the given results and keep the best ``top_k``.
+
+        :param query: the query; its length in characters sets the dense weight.
+        :param documents: documents tagged ``meta["retrieval_type"]`` ``"dense"`` or ``"sparse"``.
+        :param dense_documents: results of a dense retriever (tag optional).
+        :param sparse_documents: results of a sparse (BM25) retriever (tag optional).
+        :param top_k: how many to return (1..10000); defaults to the init value.
+        :returns: ``{"documents": [...]}``, new documents with the fused score, best first.
+        """
+        top_k = self._resolve_top_k(top_k)
+        tagged = (
+            self._tagged(documents or [], None, "documents")
+            + self._tagged(dense_documents or [], "dense", "dense_documents")
+            + self._tagged(sparse_documents or [], "sparse", "sparse_documents")
+        )
+        if not tagged:
+            return {"documents": []}
+        fused = self._fuse(query, tagged)
+        order = top_k_order(np.array([doc.score for doc in fused]), top_k)
+        return {"documents": [fused[i] for i in order]}
+
+    @staticmethod
+    def _tagged(documents: list[Document], side: str | None, socket: str) -> list[tuple[str, Document]]:
+        """Pair each document with its side, checking the tag and the score; errors name the socket and index."""
+        if len(documents) > MAX_DOCUMENTS:
+            raise ValueError(f"{socket} must hold at most {MAX_DOCUMENTS} documents, got {len(documents)}")
+        tagged = []
+        for i, doc in enumerate(documents):
+            where = f"{socket}[{i}] (id={doc.id})"
+            tag = doc.meta.get("retrieval_type")
+            if side is None and tag not in SIDES:
+                raise ValueError(f'{where} has meta["retrieval_type"]={tag!r}; expected one of {SIDES}')
+            if side is not None and tag is not None and tag != side:
+                raise ValueError(f'{where} has meta["retrieval_type"]={tag!r} but came in through {socket}')
+            if isinstance(doc.score, bool) or not isinstance(doc.score, (int, float)) or not math.isfinite(doc.score):
+                raise ValueError(f"{where} has score {doc.score!r}; fusion needs a finite retrieval score")
+            tagged.append((side or tag, doc))
+        return tagged
+
+    def _fuse(self, query: str, tagged: list[tuple[str, Document]]) -> list[Document]:
+        """Normalise per side, merge by id, weigh by query length; one new document per passage, input order."""
+        w = {"dense": self.dense_weight(check_query(query))}
+        w["sparse"] = 1.0 - w["dense"]
+        raw: dict[str, dict[str, float]] = {side: {} for side in SIDES}
+        first: dict[str, Document] = {}
+        for side, doc in tagged:
+            first.setdefault(doc.id, doc)
+            # A passage listed twice on one side keeps its best score.
+            raw[side][doc.id] = max(raw[side].get(doc.id, -math.inf), float(doc.score))  # type: ignore[arg-type]
+        normalised = {side: dict(zip(raw[side], min_max(list(raw[side].values())))) for side in SIDES if raw[side]}
+        return [self._merged(doc, w, normalised, raw) for doc in first.values()]
+
+    @staticmethod
+    def _merged(doc: Document, w: dict, normalised: dict, raw: dict) -> Document:
+        """The output document for one passage: fused score and where it was found."""
+        sources = [side for side in SIDES if doc.id in raw[side]]
+        meta = {key: value for key, value in doc.meta.items() if key != "retrieval_type"}
+        meta["retrieval_sources"] = sources
+        for side in sources:
+            meta[f"{side}_score"] = raw[side][doc.id]
+        score = sum(w[side] * normalised[side][doc.id] for side in sources)
+        return replace(doc, score=score, meta=meta)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to a dictionary (JSON/YAML-able)."""
+        return default_to_dict(
+            self, top_k=self.top_k, baseline=self.baseline, amplitude=self.amplitude, slope=self.slope, midpoint=self.midpoint
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "MixRetrieveRanker":
+        """Deserialize from ``to_dict``'s output."""
+        return default_from_dict(cls, data)

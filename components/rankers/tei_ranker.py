@@ -1,0 +1,310 @@
+"""A reranker that calls a TEI or Cohere/Infinity-shaped rerank server (mxRAG's ``TEIReranker``)."""
+
+import asyncio
+import ssl
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.utils import Secret
+
+from components.rankers.rerank_protocol import (
+    RerankServerError,
+    error_text,
+    parse_scores,
+    request_body,
+    shape_of,
+)
+from components.rankers.reranker_base import (
+    RerankerMixin,
+    check_batch_size,
+    check_int,
+    check_query,
+    check_texts,
+    check_top_k,
+    document_texts,
+    unique_documents,
+)
+
+R = TypeVar("R")
+RETRY_STATUSES = (429, 503)
+MAX_RETRY_AFTER_S = 60.0
+
+
+def run_blocking(coroutine: Coroutine[Any, Any, R]) -> R:
+    """Run a coroutine to completion from sync code, also when this thread already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def _is_tls_failure(exc: BaseException) -> bool:
+    """True if a transport error comes from TLS (bad certificate etc.): retrying cannot fix it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _check_number(name: str, value: Any, low: float, high: float) -> float:
+    """A real number in ``[low, high]`` (bools refused), else a ValueError stating the range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+@component
+class TEIRanker(RerankerMixin):
+    """
+    Reranks documents with a remote rerank server: Hugging Face TEI (``.../rerank``) or a Cohere-shaped API such as
+    Infinity (``.../v1/rerank``); the URL's path picks the protocol.
+
+    Texts go out in requests of at most ``max_batch_size`` (TEI refuses more than its ``--max-client-batch-size``,
+    32 by default), ``max_concurrency`` requests in flight at once. 429 and 503 answers and connection errors are
+    retried with exponential back-off (honouring ``Retry-After``). Every answer is checked: indexes in range,
+    unique and complete, scores finite numbers; a failure raises ``RerankServerError`` with the server's status
+    and message, never an empty result. ``run`` and ``run_async`` share one async implementation.
+
+    ```python
+    ranker = TEIRanker(url="https://reranker.internal:8080/rerank", ca_file="/etc/pki/ca.pem", top_k=5)
+    ranker.run(query="what is a cat?", documents=docs)["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        top_k: int = 10,
+        batch_size: int = 32,
+        max_batch_size: int = 32,
+        max_concurrency: int = 4,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        truncate: bool = True,
+        model: str | None = None,
+        api_key: Secret | None = Secret.from_env_var("TEI_API_KEY", strict=False),
+        ca_file: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+    ) -> None:
+        """
+        :param url: the rerank endpoint, ``http(s)://host:port/rerank`` (TEI) or ``.../v1/rerank`` (Cohere/Infinity).
+        :param top_k: how many documents ``run`` and ``rerank_top_k`` keep, 1..10000 (mxRAG's ``k``).
+        :param batch_size: texts per request used by ``run``, 1..1024; never more than ``max_batch_size``.
+        :param max_batch_size: the most texts the server takes in one request, 1..1024 (TEI's default is 32).
+        :param max_concurrency: requests in flight at once, 1..64.
+        :param timeout: seconds to wait for each request, (0, 3600].
+        :param max_retries: extra attempts after a 429/503 or a connection error, 0..10.
+        :param backoff: seconds before the first retry, doubled each time, 0..60.
+        :param truncate: ask TEI to truncate pairs longer than the model's limit (instead of refusing them).
+        :param model: model name sent in Cohere-shaped requests (Infinity can serve several); None to omit.
+        :param api_key: sent as ``Authorization: Bearer``; by default read from ``TEI_API_KEY`` if set.
+        :param ca_file: CA bundle (PEM) that signed the server's certificate, for https.
+        :param client_cert: client certificate (PEM) for servers that require mutual TLS.
+        :param client_key: the client certificate's private key, if not inside ``client_cert``.
+        :raises ValueError: if a parameter is out of range; the message names it and the range.
+        """
+        self.shape = shape_of(url)
+        self.url = url
+        self.top_k = check_top_k(top_k)
+        self.batch_size = check_batch_size(batch_size)
+        self.max_batch_size = check_int("max_batch_size", max_batch_size, 1, 1024)
+        self.max_concurrency = check_int("max_concurrency", max_concurrency, 1, 64)
+        self.timeout = _check_number("timeout", timeout, 1e-3, 3600)
+        self.max_retries = check_int("max_retries", max_retries, 0, 10)
+        self.backoff = _check_number("backoff", backoff, 0, 60)
+        if not isinstance(truncate, bool):
+            raise ValueError(f"truncate must be a bool, got {truncate!r}")
+        self.truncate = truncate
+        if model is not None and (not isinstance(model, str) or not model):
+            raise ValueError(f"model must be a non-empty string or None, got {model!r}")
+        self.model = model
+        if api_key is not None and not isinstance(api_key, Secret):
+            raise ValueError("api_key must be a haystack.utils.Secret (e.g. Secret.from_env_var('TEI_API_KEY')) or None")
+        self.api_key = api_key
+        self._check_tls_options(ca_file, client_cert, client_key)
+        self.ca_file, self.client_cert, self.client_key = ca_file, client_cert, client_key
+        self._tls: ssl.SSLContext | bool | None = None
+
+    def _check_tls_options(self, ca_file: str | None, client_cert: str | None, client_key: str | None) -> None:
+        """TLS files only make sense for https; a key needs its certificate."""
+        given = {"ca_file": ca_file, "client_cert": client_cert, "client_key": client_key}
+        for name, value in given.items():
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"{name} must be a file path or None, got {value!r}")
+        if not self.url.startswith("https://") and any(given.values()):
+            raise ValueError(f"ca_file/client_cert/client_key need an https:// url, got {self.url!r}")
+        if client_key and not client_cert:
+            raise ValueError("client_key was given without client_cert")
+
+    def warm_up(self) -> None:
+        """Build the TLS context once (reading the CA and client certificate files)."""
+        if self._tls is not None:
+            return
+        if not (self.ca_file or self.client_cert):
+            self._tls = True
+            return
+        for name in ("ca_file", "client_cert", "client_key"):
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise ValueError(f"{name} {path!r} does not exist or is not a file")
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if self.client_cert:
+            context.load_cert_chain(self.client_cert, self.client_key)
+        self._tls = context
+
+    def _client(self) -> httpx.AsyncClient:
+        """A client for one call: auth header, TLS settings, and a pool as wide as ``max_concurrency``."""
+        self.warm_up()
+        headers = {}
+        key = self.api_key.resolve_value() if self.api_key else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        limits = httpx.Limits(max_connections=self.max_concurrency)
+        return httpx.AsyncClient(timeout=self.timeout, verify=self._tls, headers=headers, limits=limits)  # type: ignore[arg-type]
+
+    def rerank(self, query: str, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """Score each text against the query (mxRAG's call); float32 scores in input order."""
+        return run_blocking(self.rerank_async(query, texts, batch_size))
+
+    async def rerank_async(self, query: str, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """
+        Score each text against the query, in requests of at most ``min(batch_size, max_batch_size)`` texts.
+
+        :returns: float32 scores, one per text, in input order.
+        :raises ValueError: if the query, the texts or ``batch_size`` are out of mxRAG's ranges.
+        :raises RerankServerError: if any request fails after retries or any answer is malformed.
+        """
+        check_query(query)
+        texts = check_texts(texts)
+        size = min(check_batch_size(batch_size), self.max_batch_size)
+        scores = np.empty(len(texts), dtype=np.float32)
+        in_flight = asyncio.Semaphore(self.max_concurrency)
+        async with self._client() as client:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for start in range(0, len(texts), size):
+                        chunk = texts[start : start + size]
+                        group.create_task(self._score_chunk(client, in_flight, query, chunk, scores, start))
+            except BaseExceptionGroup as failures:
+                raise failures.exceptions[0] from None
+        return scores
+
+    async def _score_chunk(
+        self,
+        client: httpx.AsyncClient,
+        in_flight: asyncio.Semaphore,
+        query: str,
+        chunk: list[str],
+        scores: np.ndarray,
+        start: int,
+    ) -> None:
+        """Score one request's worth of texts and write the scores at ``start``."""
+        async with in_flight:
+            body = await self._post(client, request_body(self.shape, query, chunk, self.truncate, self.model), chunk)
+        try:
+            scores[start : start + len(chunk)] = parse_scores(self.shape, body, len(chunk))
+        except ValueError as exc:
+            raise RerankServerError(f"{self.url} sent a malformed rerank response: {exc}", status=200) from None
+
+    async def _post(self, client: httpx.AsyncClient, payload: dict, chunk: list[str]) -> Any:
+        """POST with retries on 429/503 and connection errors; returns the decoded JSON of a 200 answer."""
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                response = await client.post(self.url, json=payload)
+            except httpx.TransportError as exc:
+                if last or _is_tls_failure(exc):
+                    raise RerankServerError(
+                        f"could not reach {self.url} after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}"
+                    ) from exc
+                await asyncio.sleep(self.backoff * 2**attempt)
+                continue
+            if response.status_code == 200:
+                return self._json(response)
+            if response.status_code not in RETRY_STATUSES or last:
+                raise RerankServerError(
+                    f"{self.url} answered HTTP {response.status_code} to a request of {len(chunk)} texts "
+                    f"(attempt {attempt + 1}): {error_text(response)}",
+                    status=response.status_code,
+                )
+            await asyncio.sleep(self._delay(attempt, response))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _delay(self, attempt: int, response: httpx.Response) -> float:
+        """Exponential back-off, or the server's ``Retry-After`` (seconds, capped) when it asks for longer."""
+        delay = self.backoff * 2**attempt
+        try:
+            delay = max(delay, min(float(response.headers.get("retry-after", 0)), MAX_RETRY_AFTER_S))
+        except ValueError:
+            pass  # an HTTP-date Retry-After: keep our own back-off
+        return delay
+
+    def _json(self, response: httpx.Response) -> Any:
+        """The body of a 200 answer as JSON, or an error quoting what came instead."""
+        try:
+            return response.json()
+        except ValueError:
+            raise RerankServerError(
+                f"{self.url} answered HTTP 200 with a body that is not JSON: {response.text[:200]!r}", status=200
+            ) from None
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
+        """
+        Rank documents by relevance to the query.
+
+        :param query: the query, 1..1 MiB characters.
+        :param documents: documents to rank; later copies of the same id are dropped; each needs text content.
+        :param top_k: how many to return (1..10000); defaults to the init value.
+        :returns: ``{"documents": [...]}``, new documents with ``score`` set, best first.
+        """
+        return run_blocking(self.run_async(query=query, documents=documents, top_k=top_k))
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self, query: str, documents: list[Document], top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """Async twin of ``run``, with the same parameters and output."""
+        top_k = self._resolve_top_k(top_k)
+        if not documents:
+            return {"documents": []}
+        unique = unique_documents(documents)
+        scores = await self.rerank_async(query, document_texts(unique), self.batch_size)
+        return {"documents": self._ranked_documents(unique, scores, top_k)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to a dictionary; the API key is stored as its env var name, never in clear."""
+        return default_to_dict(
+            self,
+            url=self.url,
+            top_k=self.top_k,
+            batch_size=self.batch_size,
+            max_batch_size=self.max_batch_size,
+            max_concurrency=self.max_concurrency,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            truncate=self.truncate,
+            model=self.model,
+            api_key=self.api_key,
+            ca_file=self.ca_file,
+            client_cert=self.client_cert,
+            client_key=self.client_key,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TEIRanker":
+        """Deserialize from ``to_dict``'s output (the Secret is restored by Haystack)."""
+        return default_from_dict(cls, data)
