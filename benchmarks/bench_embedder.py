@@ -22,13 +22,16 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from haystack import Document  # noqa: E402
+from haystack import Document
 
-from components.converters import JSONLCorpusReader  # noqa: E402
-from components.embedders import SentenceTransformersDocumentEmbedder  # noqa: E402
+from components.converters import JSONLCorpusReader
+from components.embedders import SentenceTransformersDocumentEmbedder
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
-SIZES = {"small": (64, 2), "large": (5183, 2)}  # passages, timed rounds per side (SciFact passages: ~10/s on 2 shared cores)
+SIZES = {
+    "small": (64, 2),
+    "large": (5183, 2),
+}  # passages, timed rounds per side (SciFact passages: ~10/s on 2 shared cores)
 BATCH_SIZE = 32
 
 
@@ -63,7 +66,13 @@ def _reader_row(rounds: int) -> dict:
             return [json.loads(line) for line in handle]
 
     seconds = _median_seconds(rounds + 1, lambda: reader.run(path=str(SCIFACT)), bare)
-    return _row("read SciFact corpus.jsonl (5183 lines)", 5183, seconds, "lines/s", "peer: json.loads loop, no checks, no Documents")
+    return _row(
+        "read SciFact corpus.jsonl (5183 lines)",
+        5183,
+        seconds,
+        "lines/s",
+        "peer: json.loads loop, no checks, no Documents",
+    )
 
 
 def _encode_rows(n: int, rounds: int) -> list[dict]:
@@ -90,7 +99,13 @@ def _encode_rows(n: int, rounds: int) -> list[dict]:
     note = f"MiniLM, batch {BATCH_SIZE}, same model object; ours also writes the .npy + fingerprint"
     return [
         _row(f"embed {n} SciFact passages (title+text)", n, seconds, "passages/s", note),
-        _row(f"reuse {n} embeddings from .npy", n, (reuse, seconds[1]), "passages/s", "peer: raw encode; fingerprint checked, no model load"),
+        _row(
+            f"reuse {n} embeddings from .npy",
+            n,
+            (reuse, seconds[1]),
+            "passages/s",
+            "peer: raw encode; fingerprint checked, no model load",
+        ),
     ]
 
 
@@ -106,5 +121,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
     for result in run(parser.parse_args().size):
-        print(f"{result['benchmark']:<45} ours {result['ours']:>10.1f}  peer {result['peer']:>10.1f} {result['unit']:<11}"
-              f" ratio {result['ratio']:.3f}  ({result['note']})")
+        print(
+            f"{result['benchmark']:<45} ours {result['ours']:>10.1f}  peer {result['peer']:>10.1f} {result['unit']:<11}"
+            f" ratio {result['ratio']:.3f}  ({result['note']})"
+        )

@@ -82,21 +82,39 @@ def test_trailing_blank_lines_crlf_and_bom_are_accepted(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("lines", "problem"),
     [
-        (['{"id": "a", "contents": "fine"}', '{"id": "b", "contents": '], "line 2: invalid JSON: Expecting value (column 25)"),
+        (
+            ['{"id": "a", "contents": "fine"}', '{"id": "b", "contents": '],
+            "line 2: invalid JSON: Expecting value (column 25)",
+        ),
         (['{"id": 1,}'], "line 1: invalid JSON: Expecting property name enclosed in double quotes (column 10)"),
-        (['{"id": "a", "body": "x"}'], "line 1: missing text field: expected 'contents' (UltraRAG) or 'text' (BEIR); set content_field otherwise"),
+        (
+            ['{"id": "a", "body": "x"}'],
+            "line 1: missing text field: expected 'contents' (UltraRAG) or 'text' (BEIR); set content_field otherwise",
+        ),
         (['{"id": "a", "contents": "x"}', '{"id": "b", "text": "y"}'], "line 2: missing text field 'contents'"),
         (['{"id": "a", "contents": "x"}', '["a", "b"]'], "line 2: expected a JSON object, got array"),
         (['"just a string"'], "line 1: expected a JSON object, got string"),
-        (['{"id": "a", "contents": "x"}', '{"id": "b", "contents": "y"}', '{"id": "a", "contents": "z"}'], "line 3: duplicate id 'a' (first used on line 1)"),
-        (['{"id": "2", "contents": "x"}', '{"contents": "line two gets id 2"}'], "line 2: duplicate id '2' (first used on line 1)"),
-        (['{"id": "a", "contents": "x"}', "", '{"id": "b", "contents": "y"}'], "line 2: blank line inside the corpus (one JSON object per line)"),
+        (
+            ['{"id": "a", "contents": "x"}', '{"id": "b", "contents": "y"}', '{"id": "a", "contents": "z"}'],
+            "line 3: duplicate id 'a' (first used on line 1)",
+        ),
+        (
+            ['{"id": "2", "contents": "x"}', '{"contents": "line two gets id 2"}'],
+            "line 2: duplicate id '2' (first used on line 1)",
+        ),
+        (
+            ['{"id": "a", "contents": "x"}', "", '{"id": "b", "contents": "y"}'],
+            "line 2: blank line inside the corpus (one JSON object per line)",
+        ),
         (['{"id": null, "contents": 3}'], "line 1: field 'contents' must be a string, got number"),
         (['{"id": ["a"], "contents": "x"}'], "line 1: field 'id' must be a string or integer, got array"),
         (['{"id": true, "contents": "x"}'], "line 1: field 'id' must be a string or integer, got boolean"),
         (['{"id": "", "contents": "x"}'], "line 1: field 'id' must not be empty"),
         (['{"id": "a", "contents": "x", "title": 5}'], "line 1: field 'title' must be a string, got number"),
-        (['{"id": "a", "contents": "x", "corpus_line": 9}'], "line 1: field 'corpus_line' is reserved for the reader; rename it"),
+        (
+            ['{"id": "a", "contents": "x", "corpus_line": 9}'],
+            "line 1: field 'corpus_line' is reserved for the reader; rename it",
+        ),
     ],
 )
 def test_bad_lines_name_file_line_and_problem(tmp_path: Path, lines: list[str], problem: str) -> None:

@@ -57,7 +57,9 @@ def embed(text: str, **options: object) -> np.ndarray:
 def test_query_batch_and_document_embedders_share_one_loaded_model(minilm_path: str) -> None:
     query = SentenceTransformersTextEmbedder(query_instruction="q: ", prompt_name="query", task="query")
     batch = SentenceTransformersBatchTextEmbedder(model=minilm_path, progress_bar=False)
-    documents = SentenceTransformersDocumentEmbedder(model=minilm_path, task="document", embedding_path="/x/e.npy", overwrite=True)
+    documents = SentenceTransformersDocumentEmbedder(
+        model=minilm_path, task="document", embedding_path="/x/e.npy", overwrite=True
+    )
     for embedder in (query, batch, documents):
         embedder.warm_up()
     # The default hub id resolves offline to the bundled path, so all three hit one factory entry.
@@ -148,19 +150,43 @@ def test_wrong_input_types_are_refused() -> None:
     ("cls", "options", "message"),
     [
         (SentenceTransformersTextEmbedder, {"batch_size": 0}, "batch_size must be an integer >= 1, got 0"),
-        (SentenceTransformersTextEmbedder, {"prompt_name": ""}, "prompt_name must be a non-empty string or None, got ''"),
+        (
+            SentenceTransformersTextEmbedder,
+            {"prompt_name": ""},
+            "prompt_name must be a non-empty string or None, got ''",
+        ),
         (SentenceTransformersBatchTextEmbedder, {"task": 3}, "task must be a non-empty string or None, got 3"),
         (SentenceTransformersTextEmbedder, {"query_instruction": None}, "query_instruction must be a string, got None"),
-        (SentenceTransformersTextEmbedder, {"gpu_ids": []}, "gpu_ids must be a non-empty list of distinct integers >= 0, or None; got []"),
-        (SentenceTransformersDocumentEmbedder, {"gpu_ids": [0, 0]}, "gpu_ids must be a non-empty list of distinct integers >= 0, or None; got [0, 0]"),
-        (SentenceTransformersDocumentEmbedder, {"gpu_ids": [-1]}, "gpu_ids must be a non-empty list of distinct integers >= 0, or None; got [-1]"),
+        (
+            SentenceTransformersTextEmbedder,
+            {"gpu_ids": []},
+            "gpu_ids must be a non-empty list of distinct integers >= 0, or None; got []",
+        ),
+        (
+            SentenceTransformersDocumentEmbedder,
+            {"gpu_ids": [0, 0]},
+            "gpu_ids must be a non-empty list of distinct integers >= 0, or None; got [0, 0]",
+        ),
+        (
+            SentenceTransformersDocumentEmbedder,
+            {"gpu_ids": [-1]},
+            "gpu_ids must be a non-empty list of distinct integers >= 0, or None; got [-1]",
+        ),
         (
             SentenceTransformersTextEmbedder,
             {"gpu_ids": [1, 2], "device": ComponentDevice.from_str("cpu")},
             "device must be None or cuda:1 when gpu_ids=[1, 2] is set, got cpu",
         ),
-        (SentenceTransformersDocumentEmbedder, {"encode_chunk_size": 0}, "encode_chunk_size must be an integer >= 1, got 0"),
-        (SentenceTransformersDocumentEmbedder, {"embedding_path": "e.bin"}, "embedding_path must end with '.npy', got 'e.bin'"),
+        (
+            SentenceTransformersDocumentEmbedder,
+            {"encode_chunk_size": 0},
+            "encode_chunk_size must be an integer >= 1, got 0",
+        ),
+        (
+            SentenceTransformersDocumentEmbedder,
+            {"embedding_path": "e.bin"},
+            "embedding_path must end with '.npy', got 'e.bin'",
+        ),
         (
             SentenceTransformersDocumentEmbedder,
             {"embedding_path": "e.npy", "precision": "int8", "quantization_ranges": [[0.0], [1.0]]},
@@ -188,7 +214,13 @@ def test_gpu_ids_put_the_model_on_the_first_gpu_and_survive_serialization() -> N
         (SentenceTransformersBatchTextEmbedder, {"query_instruction": "q: ", "batch_size": 8, "gpu_ids": [0]}),
         (
             SentenceTransformersDocumentEmbedder,
-            {"prompt_name": "passage", "task": "document", "encode_chunk_size": 64, "embedding_path": "e.npy", "overwrite": True},
+            {
+                "prompt_name": "passage",
+                "task": "document",
+                "encode_chunk_size": 64,
+                "embedding_path": "e.npy",
+                "overwrite": True,
+            },
         ),
     ],
 )
@@ -209,7 +241,9 @@ def test_serialization_round_trips_and_keeps_tokens_out(
 
 def test_yaml_query_pipeline_embeds_like_the_component(minilm_path: str) -> None:
     pipeline = Pipeline()
-    pipeline.add_component("embedder", SentenceTransformersTextEmbedder(model=minilm_path, query_instruction="q: ", progress_bar=False))
+    pipeline.add_component(
+        "embedder", SentenceTransformersTextEmbedder(model=minilm_path, query_instruction="q: ", progress_bar=False)
+    )
     loaded = Pipeline.loads(pipeline.dumps())
     vector = loaded.run({"embedder": {"text": QUERY}})["embedder"]["embedding"]
     np.testing.assert_array_equal(vector, embed(QUERY, model=minilm_path, query_instruction="q: "))
@@ -243,7 +277,9 @@ def test_resolver_uses_the_bundled_minilm_when_offline(model: str, minilm_path: 
     assert resolve_model(model) == minilm_path
 
 
-def test_resolver_uses_the_bundled_minilm_when_the_hub_does_not_answer(online_resolver: pytest.MonkeyPatch, minilm_path: str) -> None:
+def test_resolver_uses_the_bundled_minilm_when_the_hub_does_not_answer(
+    online_resolver: pytest.MonkeyPatch, minilm_path: str
+) -> None:
     online_resolver.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")
     assert resolve_model("sentence-transformers/all-MiniLM-L6-v2") == minilm_path
 

@@ -34,7 +34,12 @@ def test_file_is_float32_one_row_per_document_with_a_fingerprint(minilm_path: st
     assert matrix.dtype == np.float32 and matrix.shape == (6, 384)
     np.testing.assert_array_equal(matrix, np.array([d.embedding for d in out], dtype=np.float32))
     record = json.loads(sidecar_path(path).read_text())
-    assert (record["model"], record["count"], record["dim"], record["normalize_embeddings"]) == (minilm_path, 6, 384, False)
+    assert (record["model"], record["count"], record["dim"], record["normalize_embeddings"]) == (
+        minilm_path,
+        6,
+        384,
+        False,
+    )
     assert sorted(p.name for p in path.parent.iterdir()) == ["emb.npy", "emb.npy.json"]
 
 
@@ -112,13 +117,16 @@ def test_a_file_without_fingerprint_is_refused(minilm_path: str, tmp_path: Path)
 
 def test_a_corrupt_matrix_or_sidecar_is_refused(minilm_path: str, built: Path) -> None:
     np.save(built, np.zeros((6, 10), dtype=np.float32))
-    with pytest.raises(EmbeddingFileError, match=r"float32 array of shape \(6, 10\), but its fingerprint promises float32 of shape \(6, 384\)"):
+    with pytest.raises(
+        EmbeddingFileError,
+        match=r"float32 array of shape \(6, 10\), but its fingerprint promises float32 of shape \(6, 384\)",
+    ):
         embedder(minilm_path, built).run(documents=DOCS)
     built.write_bytes(b"not an npy file")
-    with pytest.raises(EmbeddingFileError, match="is not a readable .npy file"):
+    with pytest.raises(EmbeddingFileError, match=r"is not a readable \.npy file"):
         embedder(minilm_path, built).run(documents=DOCS)
     sidecar_path(built).write_text("{truncated")
-    with pytest.raises(EmbeddingFileError, match="emb.npy.json is not a readable fingerprint"):
+    with pytest.raises(EmbeddingFileError, match=r"emb\.npy\.json is not a readable fingerprint"):
         embedder(minilm_path, built).run(documents=DOCS)
 
 

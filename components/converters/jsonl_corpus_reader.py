@@ -30,7 +30,15 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 _BOM = b"\xef\xbb\xbf"
 _RESERVED_META = "corpus_line"
-_JSON_TYPE_NAMES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+_JSON_TYPE_NAMES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
 
 
 class CorpusFormatError(ValueError):

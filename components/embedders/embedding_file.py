@@ -152,9 +152,7 @@ def load_embeddings(path: str | os.PathLike, expected: dict[str, Any]) -> np.nda
     record = _read_sidecar(target)
     differences = describe_differences(expected, record)
     if differences:
-        raise EmbeddingFileError(
-            f"{target} was built for something else: {'; '.join(differences)}; {_REBUILD_HINT}"
-        )
+        raise EmbeddingFileError(f"{target} was built for something else: {'; '.join(differences)}; {_REBUILD_HINT}")
     matrix = _load_matrix(target)
     shape = (record.get("count"), record.get("dim"))
     if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape != shape:

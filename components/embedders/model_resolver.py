@@ -20,7 +20,9 @@ _TRUE_VALUES = {"1", "true", "yes", "on"}
 
 def _offline_flag() -> bool:
     """True when the user told huggingface_hub (or transformers) to stay offline."""
-    return any(os.environ.get(name, "").strip().lower() in _TRUE_VALUES for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(name, "").strip().lower() in _TRUE_VALUES for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 def _in_hf_cache(repo_id: str) -> bool:

@@ -35,7 +35,12 @@ _POOLS: dict[tuple[int, tuple[int, ...]], dict[str, Any]] = {}
 
 
 def validate_options(
-    *, batch_size: int, gpu_ids: list[int] | None, device: ComponentDevice | None, prompt_name: str | None, task: str | None
+    *,
+    batch_size: int,
+    gpu_ids: list[int] | None,
+    device: ComponentDevice | None,
+    prompt_name: str | None,
+    task: str | None,
 ) -> ComponentDevice | None:
     """Check the options we add (and `batch_size`); return the device to hand to Haystack's embedder.
 

@@ -35,7 +35,9 @@ from components.embedders.sentence_transformers_common import (
 
 
 @component
-class SentenceTransformersDocumentEmbedder(SentenceTransformersEncodingMixin, HaystackSentenceTransformersDocumentEmbedder):
+class SentenceTransformersDocumentEmbedder(
+    SentenceTransformersEncodingMixin, HaystackSentenceTransformersDocumentEmbedder
+):
     """Embeds Documents with a sentence-transformers model, optionally keeping the matrix in a `.npy` file.
 
     ```python
@@ -45,7 +47,7 @@ class SentenceTransformersDocumentEmbedder(SentenceTransformersEncodingMixin, Ha
     ```
     """
 
-    def __init__(  # noqa: PLR0913 -- Haystack's parameters plus the seed's
+    def __init__(
         self,
         *,
         model: str = DEFAULT_MODEL,
@@ -89,13 +91,16 @@ class SentenceTransformersDocumentEmbedder(SentenceTransformersEncodingMixin, Ha
         Other parameters: as in Haystack's `SentenceTransformersDocumentEmbedder`.
         :raises ValueError: An option outside its allowed range (the message names it).
         """
-        device = validate_options(batch_size=batch_size, gpu_ids=gpu_ids, device=device, prompt_name=prompt_name, task=task)
+        device = validate_options(
+            batch_size=batch_size, gpu_ids=gpu_ids, device=device, prompt_name=prompt_name, task=task
+        )
         if isinstance(encode_chunk_size, bool) or not isinstance(encode_chunk_size, int) or encode_chunk_size < 1:
             raise ValueError(f"encode_chunk_size must be an integer >= 1, got {encode_chunk_size!r}")
         if embedding_path is not None and not str(embedding_path).endswith(".npy"):
             raise ValueError(f"embedding_path must end with '.npy', got {embedding_path!r}")
         if embedding_path is not None and precision != "float32":
             raise ValueError(f"embedding_path stores float32 only; precision must be 'float32', got {precision!r}")
+        # Explicit super(): @component rebuilds the class, so bare super() would name the pre-decorator class.
         super(SentenceTransformersDocumentEmbedder, self).__init__(
             model=model,
             device=device,

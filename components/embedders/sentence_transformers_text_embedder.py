@@ -36,7 +36,7 @@ class SentenceTransformersTextEmbedder(SentenceTransformersEncodingMixin, Haysta
     ```
     """
 
-    def __init__(  # noqa: PLR0913 -- Haystack's parameters plus the seed's
+    def __init__(
         self,
         *,
         model: str = DEFAULT_MODEL,
@@ -78,9 +78,12 @@ class SentenceTransformersTextEmbedder(SentenceTransformersEncodingMixin, Haysta
         Other parameters: as in Haystack's `SentenceTransformersTextEmbedder`.
         :raises ValueError: An option outside its allowed range (the message names it).
         """
-        device = validate_options(batch_size=batch_size, gpu_ids=gpu_ids, device=device, prompt_name=prompt_name, task=task)
+        device = validate_options(
+            batch_size=batch_size, gpu_ids=gpu_ids, device=device, prompt_name=prompt_name, task=task
+        )
         if not isinstance(query_instruction, str):
             raise ValueError(f"query_instruction must be a string, got {query_instruction!r}")
+        # Explicit super(): @component rebuilds the class, so bare super() would name the pre-decorator class.
         super(SentenceTransformersTextEmbedder, self).__init__(
             model=model,
             device=device,
