@@ -14,8 +14,9 @@ Scores are a lexical overlap: the share of the query's distinct words found in t
 gateway that enforces the batch limit and injects faults, so one test suite runs against both.
 
 Test controls: ``POST /_faults`` ``{"fail": [{"status": 429, "error_type": "overloaded", "retry_after": 0}],
-"malformed": MODE, "malformed_count": 1}`` queues failures for the next requests; MODE is one of
-``MALFORMED_MODES``. ``GET /_log`` lists ``{"path", "n_texts", "status"}`` per rerank request; ``POST /_reset``.
+"malformed": MODE, "malformed_count": 1, "delay_s": 0}`` queues failures for the next requests (MODE is one of
+``MALFORMED_MODES``) and slows every rerank request down by ``delay_s``. ``GET /_log`` returns
+``{"requests": [{"path", "n_texts", "status"}], "max_in_flight": n}``; ``POST /_reset`` forgets it all.
 
     python tests/servers/tei_server.py --port 0 [--max-client-batch-size 32] [--upstream http://127.0.0.1:7997]
         [--api-key K] [--certfile C --keyfile K [--client-ca CA]]
@@ -28,6 +29,7 @@ import json
 import re
 import ssl
 import threading
+import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,7 +65,10 @@ class State:
         self.failures: list[dict] = []
         self.malformed: str | None = None
         self.malformed_count = 0
+        self.delay_s = 0.0
         self.log: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
 
     def next_failure(self) -> dict | None:
         """Pop the next queued failure, if any."""
@@ -133,7 +138,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, {"model_id": config.upstream or "lexical-overlap", **self.server.limits()})
         elif self.path == "/_log":
             with state.lock:
-                self._send(200, list(state.log))
+                self._send(200, {"requests": list(state.log), "max_in_flight": state.max_in_flight})
         else:
             self._send(404, b"Not Found", "text/plain")
 
@@ -148,9 +153,18 @@ class Handler(BaseHTTPRequestHandler):
             return self._set_faults(json.loads(body))
         if self.path not in ("/rerank", "/v1/rerank"):
             return self._send(404, b"Not Found", "text/plain")
-        status = self._rerank(body)
-        with self.server.state.lock:
-            self.server.state.log.append({"path": self.path, "n_texts": self._n_texts(body), "status": status})
+        state = self.server.state
+        with state.lock:
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        status = 500  # what the log says if handling fails before an answer
+        try:
+            time.sleep(state.delay_s)
+            status = self._rerank(body)
+        finally:
+            with state.lock:
+                state.in_flight -= 1
+                state.log.append({"path": self.path, "n_texts": self._n_texts(body), "status": status})
 
     def _set_faults(self, plan: dict) -> None:
         state = self.server.state
@@ -160,6 +174,7 @@ class Handler(BaseHTTPRequestHandler):
             state.failures = list(plan.get("fail", []))
             state.malformed = plan.get("malformed")
             state.malformed_count = int(plan.get("malformed_count", 1 if state.malformed else 0))
+            state.delay_s = float(plan.get("delay_s", 0.0))
         self._send(200, {})
 
     def _n_texts(self, body: bytes) -> int | None:
