@@ -70,8 +70,8 @@ def test_queries(n: int) -> list[str]:
 def timed(rank: Callable[[str], list[Document]], queries: list[str]) -> tuple[float, list[Document]]:
     """Seconds to rank every query, and the ranking of the first query."""
     start = time.perf_counter()
-    first = [rank(query) for query in queries][0]
-    return time.perf_counter() - start, first
+    rankings = [rank(query) for query in queries]
+    return time.perf_counter() - start, rankings[0]
 
 
 def race(ours: Callable, peer: Callable, queries: list[str], rounds: int) -> tuple[float, float, list, list]:
@@ -144,7 +144,8 @@ def compare_fp16(size: str) -> dict:
         "peer": round(full_rate, 3),
         "unit": "queries/s",
         "ratio": round(half_rate / full_rate, 3),
-        "note": f"peer: same ranker with use_fp16=False on {torch.cuda.get_device_name(0)}; max |score diff| {diff:.2e}",
+        "note": f"peer: the same ranker with use_fp16=False on {torch.cuda.get_device_name(0)}; "
+        f"max |score diff| {diff:.2e}",
     }
 
 

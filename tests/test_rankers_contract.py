@@ -103,7 +103,10 @@ def test_every_ranker_meets_the_protocol():
 
 
 def test_factory_refuses_unknown_types_and_missing_or_unknown_arguments():
-    with pytest.raises(ValueError, match=r"unknown similarity_type 'bm25'; expected one of \['local_reranker', 'mix_reranker', 'tei_reranker'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown similarity_type 'bm25'; expected one of \['local_reranker', 'mix_reranker', 'tei_reranker'\]",
+    ):
         create_reranker("bm25")
     with pytest.raises(ValueError, match="similarity_type='local_reranker' needs model_path"):
         create_reranker("local_reranker", dev_id=0)
@@ -111,7 +114,7 @@ def test_factory_refuses_unknown_types_and_missing_or_unknown_arguments():
         create_reranker("tei_reranker", k=3)
     with pytest.raises(ValueError, match="does not take model_path; accepted arguments"):
         create_reranker("mix_reranker", model_path="/models/x")
-    with pytest.raises(ValueError, match="pass either k .* or top_k, not both"):
+    with pytest.raises(ValueError, match=r"pass either k .* or top_k, not both"):
         create_reranker("mix_reranker", k=1, top_k=2)
     with pytest.raises(ValueError, match="client_param must be a dict with keys among"):
         create_reranker("tei_reranker", url="https://h/rerank", client_param={"pwd": "x"})

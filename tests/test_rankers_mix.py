@@ -76,8 +76,13 @@ def test_equal_scores_on_one_side_normalise_to_zero():
 
 def test_two_sockets_wire_without_a_joiner_and_match_the_tagged_list():
     docs = corpus()
-    dense = [Document(id=d.id, content=d.content, score=s) for d, s in zip([docs["a"], docs["b"], docs["d"]], [0.9, 0.5, 0.1])]
-    sparse = [Document(id=d.id, content=d.content, score=s) for d, s in zip([docs["c"], docs["a"]], [12.0, 4.0])]
+    dense = [
+        Document(id=d.id, content=d.content, score=s)
+        for d, s in zip([docs["a"], docs["b"], docs["d"]], [0.9, 0.5, 0.1], strict=True)
+    ]
+    sparse = [
+        Document(id=d.id, content=d.content, score=s) for d, s in zip([docs["c"], docs["a"]], [12.0, 4.0], strict=True)
+    ]
     by_socket = MixRetrieveRanker().run(query="abc", dense_documents=dense, sparse_documents=sparse)["documents"]
     by_tag = MixRetrieveRanker().run(query="abc", documents=mixed_input())["documents"]
     assert [(d.id, d.score) for d in by_socket] == [(d.id, d.score) for d in by_tag]
@@ -102,7 +107,9 @@ def test_missing_or_unknown_retrieval_type_is_an_error_naming_the_document(meta)
 
 
 def test_a_document_tagged_for_the_other_side_on_a_socket_is_an_error():
-    with pytest.raises(ValueError, match=r"dense_documents\[0\] \(id=a\).*'sparse' but came in through dense_documents"):
+    with pytest.raises(
+        ValueError, match=r"dense_documents\[0\] \(id=a\).*'sparse' but came in through dense_documents"
+    ):
         MixRetrieveRanker().run(query="abc", dense_documents=[tagged(corpus()["a"], "sparse", 1.0)])
 
 
@@ -156,7 +163,11 @@ STORE_DOCS = [
     Document(id="dogs", content="dogs bark at strangers", embedding=[0.0, 1.0, 0.0]),
     Document(id="birds", content="birds sing in the morning", embedding=[0.7, 0.0, 0.7]),
 ]
-HYBRID_INPUTS = {"bm25": {"query": "dogs bark"}, "dense": {"query_embedding": [0.9, 0.1, 0.3]}, "mix": {"query": "dogs bark"}}
+HYBRID_INPUTS = {
+    "bm25": {"query": "dogs bark"},
+    "dense": {"query_embedding": [0.9, 0.1, 0.3]},
+    "mix": {"query": "dogs bark"},
+}
 
 
 def fill_stores(pipeline: Pipeline) -> Pipeline:

@@ -73,7 +73,7 @@ def test_symlinked_file_inside_is_refused(model_dir, tmp_path):
     outside = tmp_path / "weights.safetensors"
     outside.write_text("{}")
     (model_dir / "extra.safetensors").symlink_to(outside)
-    with pytest.raises(ModelDirError, match="extra.safetensors' is a symlink"):
+    with pytest.raises(ModelDirError, match=r"extra.safetensors' is a symlink"):
         check_model_dir(str(model_dir))
 
 
@@ -93,7 +93,7 @@ def test_path_that_resolves_into_tmp_through_a_parent_symlink_is_refused(tmp_pat
 @pytest.mark.parametrize(("target", "mode"), [("model.safetensors", 0o664), ("model.safetensors", 0o646), (".", 0o757)])
 def test_group_or_other_writable_entries_are_refused(model_dir, target, mode):
     (model_dir / target).chmod(mode)
-    with pytest.raises(ModelDirError, match="writable by group or others .*chmod go-w"):
+    with pytest.raises(ModelDirError, match=r"writable by group or others .*chmod go-w"):
         check_model_dir(str(model_dir))
 
 
@@ -131,7 +131,9 @@ def test_more_than_512_files_are_refused(model_dir):
         check_model_dir(str(model_dir))
 
 
-@pytest.mark.parametrize("name", ["pytorch_model.bin", "model.pt", "weights.pth", "model.ckpt", "state.pkl", "training_args.BIN"])
+@pytest.mark.parametrize(
+    "name", ["pytorch_model.bin", "model.pt", "weights.pth", "model.ckpt", "state.pkl", "training_args.BIN"]
+)
 def test_pickle_based_weights_are_refused_with_a_conversion_hint(model_dir, name):
     (model_dir / name).write_bytes(b"\x80\x04pickle")
     with pytest.raises(ModelDirError) as refused:
@@ -143,7 +145,7 @@ def test_pickle_based_weights_are_refused_with_a_conversion_hint(model_dir, name
 
 def test_directory_without_safetensors_is_refused(model_dir):
     (model_dir / "model.safetensors").unlink()
-    with pytest.raises(ModelDirError, match="holds no \\*.safetensors weights"):
+    with pytest.raises(ModelDirError, match=r"holds no \*\.safetensors weights"):
         check_model_dir(str(model_dir))
 
 
@@ -151,6 +153,6 @@ def test_warm_up_checks_before_loading(model_dir):
     """The safetensors file here is garbage: had the loader run first, the error would come from transformers."""
     (model_dir / "pytorch_model.bin").write_bytes(b"\x80\x04pickle")
     ranker = LocalCrossEncoderRanker(model_path=str(model_dir))
-    with pytest.raises(ModelDirError, match="pytorch_model.bin"):
+    with pytest.raises(ModelDirError, match=r"pytorch_model.bin"):
         ranker.warm_up()
     assert ranker._model is None

@@ -12,8 +12,8 @@ __all__ = [
     "LocalCrossEncoderRanker",
     "MixRetrieveRanker",
     "ModelDirError",
-    "Reranker",
     "RerankServerError",
+    "Reranker",
     "TEIRanker",
     "create_reranker",
 ]

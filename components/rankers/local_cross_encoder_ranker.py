@@ -117,7 +117,9 @@ class LocalCrossEncoderRanker(RerankerMixin):
             return self.device.to_torch()
         if torch.cuda.is_available():
             if self.dev_id >= torch.cuda.device_count():
-                raise ValueError(f"dev_id must be in [0, {torch.cuda.device_count() - 1}] on this machine, got {self.dev_id}")
+                raise ValueError(
+                    f"dev_id must be in [0, {torch.cuda.device_count() - 1}] on this machine, got {self.dev_id}"
+                )
             return torch.device(f"cuda:{self.dev_id}")
         return torch.device("cpu")
 

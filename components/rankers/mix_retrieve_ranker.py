@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.rankers.reranker_base import RerankerMixin, check_query, check_top_k, top_k_order
+from components.rankers.reranker_base import RerankerMixin, check_number, check_query, check_top_k, top_k_order
 
 SIDES = ("dense", "sparse")
 MAX_DOCUMENTS = 1000 * 1000
@@ -32,16 +32,6 @@ def stable_sigmoid(x: float) -> float:
         return 1.0 / (1.0 + math.exp(-x))
     z = math.exp(x)
     return z / (1.0 + z)
-
-
-def _check_real(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
-    """A finite real number in [low, high] (or (low, high] when ``low_open``); bools refused."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > low if low_open else value >= low) and value <= high
-    if not ok:
-        bracket = "(" if low_open else "["
-        raise ValueError(f"{name} must be a finite number in {bracket}{low}, {high}], got {value!r}")
-    return float(value)
 
 
 def min_max(scores: list[float]) -> list[float]:
@@ -68,7 +58,13 @@ class MixRetrieveRanker(RerankerMixin):
     """
 
     def __init__(
-        self, *, top_k: int = 100, baseline: float = 0.4, amplitude: float = 0.3, slope: float = 1.0, midpoint: float = 6.0
+        self,
+        *,
+        top_k: int = 100,
+        baseline: float = 0.4,
+        amplitude: float = 0.3,
+        slope: float = 1.0,
+        midpoint: float = 6.0,
     ) -> None:
         """
         :param top_k: how many fused documents to return, 1..10000 (mxRAG's ``k``, default 100).
@@ -79,12 +75,14 @@ class MixRetrieveRanker(RerankerMixin):
         :raises ValueError: if a parameter is out of range; the message names it and the range.
         """
         self.top_k = check_top_k(top_k)
-        self.baseline = _check_real("baseline", baseline, 0.0, 1.0)
-        self.amplitude = _check_real("amplitude", amplitude, 0.0, 1.0)
+        self.baseline = check_number("baseline", baseline, 0.0, 1.0)
+        self.amplitude = check_number("amplitude", amplitude, 0.0, 1.0)
         if self.baseline + self.amplitude > 1.0:
-            raise ValueError(f"baseline + amplitude must be <= 1 so the weight stays in [0, 1], got {baseline + amplitude}")
-        self.slope = _check_real("slope", slope, 0.0, math.inf, low_open=True)
-        self.midpoint = _check_real("midpoint", midpoint, 0.0, math.inf, low_open=True)
+            raise ValueError(
+                f"baseline + amplitude must be <= 1 so the weight stays in [0, 1], got {baseline + amplitude}"
+            )
+        self.slope = check_number("slope", slope, 0.0, math.inf, low_open=True)
+        self.midpoint = check_number("midpoint", midpoint, 0.0, math.inf, low_open=True)
 
     def dense_weight(self, query: str) -> float:
         """The weight ``w`` of the dense side for this query (``1 - w`` goes to the sparse side)."""
@@ -161,7 +159,9 @@ class MixRetrieveRanker(RerankerMixin):
             first.setdefault(doc.id, doc)
             # A passage listed twice on one side keeps its best score.
             raw[side][doc.id] = max(raw[side].get(doc.id, -math.inf), float(doc.score))  # type: ignore[arg-type]
-        normalised = {side: dict(zip(raw[side], min_max(list(raw[side].values())))) for side in SIDES if raw[side]}
+        normalised = {
+            side: dict(zip(raw[side], min_max(list(raw[side].values())), strict=True)) for side in SIDES if raw[side]
+        }
         return [self._merged(doc, w, normalised, raw) for doc in first.values()]
 
     @staticmethod
@@ -178,7 +178,12 @@ class MixRetrieveRanker(RerankerMixin):
     def to_dict(self) -> dict[str, Any]:
         """Serialize to a dictionary (JSON/YAML-able)."""
         return default_to_dict(
-            self, top_k=self.top_k, baseline=self.baseline, amplitude=self.amplitude, slope=self.slope, midpoint=self.midpoint
+            self,
+            top_k=self.top_k,
+            baseline=self.baseline,
+            amplitude=self.amplitude,
+            slope=self.slope,
+            midpoint=self.midpoint,
         )
 
     @classmethod

@@ -75,8 +75,7 @@ def _check_entry(path: Path, is_dir: bool, uid: int) -> None:
         raise ModelDirError(f"model directory entry {str(path)!r} is a symlink; symlinks are refused")
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise ModelDirError(
-            f"{str(path)!r} is writable by group or others (mode {stat.filemode(info.st_mode)}); "
-            f"run `chmod go-w` on it"
+            f"{str(path)!r} is writable by group or others (mode {stat.filemode(info.st_mode)}); run `chmod go-w` on it"
         )
     if info.st_uid not in (uid, 0):
         raise ModelDirError(f"{str(path)!r} belongs to uid {info.st_uid}, not to the running user (uid {uid}) or root")

@@ -6,6 +6,7 @@ the usual ``run(query, documents, top_k)`` socket. The limits below are mxRAG's;
 ``ValueError`` that names the parameter and the allowed range, never a silent truncation.
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -43,6 +44,15 @@ def check_int(name: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
     return value
+
+
+def check_number(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
+    """A finite real number in ``[low, high]`` (``(low, high]`` when ``low_open``), bools refused."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not (ok and (value > low if low_open else value >= low) and value <= high):
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{name} must be a finite number in {bracket}{low}, {high}], got {value!r}")
+    return float(value)
 
 
 def check_query(query: Any) -> str:

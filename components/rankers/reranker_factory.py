@@ -33,7 +33,9 @@ def _from_mxrag_names(kwargs: dict[str, Any]) -> dict[str, Any]:
     client_param = kwargs.pop("client_param", None)
     if client_param is not None:
         if not isinstance(client_param, dict) or set(client_param) - CLIENT_PARAM_KEYS:
-            raise ValueError(f"client_param must be a dict with keys among {sorted(CLIENT_PARAM_KEYS)}, got {client_param!r}")
+            raise ValueError(
+                f"client_param must be a dict with keys among {sorted(CLIENT_PARAM_KEYS)}, got {client_param!r}"
+            )
         kwargs.update(client_param)
     return kwargs
 

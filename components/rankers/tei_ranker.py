@@ -1,6 +1,7 @@
 """A reranker that calls a TEI or Cohere/Infinity-shaped rerank server (mxRAG's ``TEIReranker``)."""
 
 import asyncio
+import contextlib
 import ssl
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +24,7 @@ from components.rankers.reranker_base import (
     RerankerMixin,
     check_batch_size,
     check_int,
+    check_number,
     check_query,
     check_texts,
     check_top_k,
@@ -53,13 +55,6 @@ def _is_tls_failure(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
-
-
-def _check_number(name: str, value: Any, low: float, high: float) -> float:
-    """A real number in ``[low, high]`` (bools refused), else a ValueError stating the range."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
-    return float(value)
 
 
 @component
@@ -121,9 +116,9 @@ class TEIRanker(RerankerMixin):
         self.batch_size = check_batch_size(batch_size)
         self.max_batch_size = check_int("max_batch_size", max_batch_size, 1, 1024)
         self.max_concurrency = check_int("max_concurrency", max_concurrency, 1, 64)
-        self.timeout = _check_number("timeout", timeout, 1e-3, 3600)
+        self.timeout = check_number("timeout", timeout, 1e-3, 3600)
         self.max_retries = check_int("max_retries", max_retries, 0, 10)
-        self.backoff = _check_number("backoff", backoff, 0, 60)
+        self.backoff = check_number("backoff", backoff, 0, 60)
         if not isinstance(truncate, bool):
             raise ValueError(f"truncate must be a bool, got {truncate!r}")
         self.truncate = truncate
@@ -131,7 +126,9 @@ class TEIRanker(RerankerMixin):
             raise ValueError(f"model must be a non-empty string or None, got {model!r}")
         self.model = model
         if api_key is not None and not isinstance(api_key, Secret):
-            raise ValueError("api_key must be a haystack.utils.Secret (e.g. Secret.from_env_var('TEI_API_KEY')) or None")
+            raise ValueError(
+                "api_key must be a haystack.utils.Secret (e.g. Secret.from_env_var('TEI_API_KEY')) or None"
+            )
         self.api_key = api_key
         self._check_tls_options(ca_file, client_cert, client_key)
         self.ca_file, self.client_cert, self.client_key = ca_file, client_cert, client_key
@@ -167,7 +164,7 @@ class TEIRanker(RerankerMixin):
     def _client(self) -> httpx.AsyncClient:
         """A client for one call: auth header, TLS settings, and a pool as wide as ``max_concurrency``."""
         self.warm_up()
-        headers = {}
+        headers: dict[str, str] = {}
         key = self.api_key.resolve_value() if self.api_key else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
@@ -220,35 +217,34 @@ class TEIRanker(RerankerMixin):
 
     async def _post(self, client: httpx.AsyncClient, payload: dict, chunk: list[str]) -> Any:
         """POST with retries on 429/503 and connection errors; returns the decoded JSON of a 200 answer."""
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
+        attempt = 0
+        while True:
             try:
                 response = await client.post(self.url, json=payload)
             except httpx.TransportError as exc:
-                if last or _is_tls_failure(exc):
+                if attempt == self.max_retries or _is_tls_failure(exc):
                     raise RerankServerError(
                         f"could not reach {self.url} after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}"
                     ) from exc
-                await asyncio.sleep(self.backoff * 2**attempt)
-                continue
-            if response.status_code == 200:
-                return self._json(response)
-            if response.status_code not in RETRY_STATUSES or last:
-                raise RerankServerError(
-                    f"{self.url} answered HTTP {response.status_code} to a request of {len(chunk)} texts "
-                    f"(attempt {attempt + 1}): {error_text(response)}",
-                    status=response.status_code,
-                )
-            await asyncio.sleep(self._delay(attempt, response))
-        raise AssertionError("unreachable: the last attempt returns or raises")
+                delay = self.backoff * 2**attempt
+            else:
+                if response.status_code == 200:
+                    return self._json(response)
+                if response.status_code not in RETRY_STATUSES or attempt == self.max_retries:
+                    raise RerankServerError(
+                        f"{self.url} answered HTTP {response.status_code} to a request of {len(chunk)} texts "
+                        f"(attempt {attempt + 1}): {error_text(response)}",
+                        status=response.status_code,
+                    )
+                delay = self._delay(attempt, response)
+            await asyncio.sleep(delay)
+            attempt += 1
 
     def _delay(self, attempt: int, response: httpx.Response) -> float:
         """Exponential back-off, or the server's ``Retry-After`` (seconds, capped) when it asks for longer."""
         delay = self.backoff * 2**attempt
-        try:
+        with contextlib.suppress(ValueError):  # an HTTP-date Retry-After: keep our own back-off
             delay = max(delay, min(float(response.headers.get("retry-after", 0)), MAX_RETRY_AFTER_S))
-        except ValueError:
-            pass  # an HTTP-date Retry-After: keep our own back-off
         return delay
 
     def _json(self, response: httpx.Response) -> Any:

@@ -113,8 +113,14 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Keep test output quiet."""
 
-    def _send(self, status: int, body: Any, content_type: str = "application/json", headers: dict | None = None) -> None:
-        data = body if isinstance(body, bytes) else (json.dumps(body) if content_type == "application/json" else body).encode()
+    def _send(
+        self, status: int, body: Any, content_type: str = "application/json", headers: dict | None = None
+    ) -> None:
+        data = (
+            body
+            if isinstance(body, bytes)
+            else (json.dumps(body) if content_type == "application/json" else body).encode()
+        )
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -129,7 +135,7 @@ class Handler(BaseHTTPRequestHandler):
     def _read_body(self) -> bytes:
         return self.rfile.read(int(self.headers.get("Content-Length", 0)))
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+    def do_GET(self) -> None:
         """Health, info and the request log."""
         state, config = self.server.state, self.server.config
         if self.path == "/health":
@@ -142,7 +148,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, b"Not Found", "text/plain")
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+    def do_POST(self) -> None:
         """Test controls and the two rerank routes."""
         body = self._read_body()
         if self.path == "/_reset":
@@ -199,12 +205,18 @@ class Handler(BaseHTTPRequestHandler):
             self._send(400, f"Failed to parse the request body as JSON: {exc}", "text/plain")
             return 400
         texts = request.get("documents" if cohere else "texts") if isinstance(request, dict) else None
-        if not isinstance(texts, list) or not isinstance(request.get("query"), str) or not all(
-            isinstance(t, str) for t in texts
+        if (
+            not isinstance(texts, list)
+            or not isinstance(request.get("query"), str)
+            or not all(isinstance(t, str) for t in texts)
         ):
             field = "documents" if cohere else "texts"
-            self._send(422, f"Failed to deserialize the JSON body into the target type: `query` must be a string "
-                       f"and `{field}` a list of strings", "text/plain")
+            self._send(
+                422,
+                f"Failed to deserialize the JSON body into the target type: `query` must be a string "
+                f"and `{field}` a list of strings",
+                "text/plain",
+            )
             return 422
         refusal = self._refusal(request, texts)
         if refusal:
@@ -213,7 +225,12 @@ class Handler(BaseHTTPRequestHandler):
         failure = self.server.state.next_failure()
         if failure:
             headers = {"Retry-After": str(failure["retry_after"])} if "retry_after" in failure else None
-            self._error(failure["status"], failure.get("error", "injected failure"), failure.get("error_type", "overloaded"), headers)
+            self._error(
+                failure["status"],
+                failure.get("error", "injected failure"),
+                failure.get("error_type", "overloaded"),
+                headers,
+            )
             return failure["status"]
         return self._forward(body) if config.upstream else self._answer(request["query"], texts, cohere)
 
@@ -230,7 +247,11 @@ class Handler(BaseHTTPRequestHandler):
             for text in texts:
                 given = query_tokens + len(WORD.findall(text))
                 if given > max_tokens:
-                    return 413, f"Input validation error: `inputs` must have less than {max_tokens} tokens. Given: {given}", "validation"
+                    return (
+                        413,
+                        f"Input validation error: `inputs` must have less than {max_tokens} tokens. Given: {given}",
+                        "validation",
+                    )
         return None
 
     def _answer(self, query: str, texts: list[str], cohere: bool) -> int:
@@ -279,7 +300,10 @@ class RerankServer(ThreadingHTTPServer):
 
     def limits(self) -> dict:
         """What ``/info`` reports."""
-        return {"max_client_batch_size": self.config.max_client_batch_size, "max_input_length": self.config.max_input_length}
+        return {
+            "max_client_batch_size": self.config.max_client_batch_size,
+            "max_input_length": self.config.max_input_length,
+        }
 
 
 def main() -> None:
