@@ -342,17 +342,19 @@ def test_serialization_keeps_the_key_out_of_the_file():
         TEIRanker("http://h/rerank", api_key=Secret.from_token(KEY)).to_dict()
 
 
-def test_yaml_pipeline_round_trip_then_ranks():
+async def test_yaml_pipeline_round_trip_then_ranks_sync_and_async():
+    """Hayhooks runs YAML pipelines through Pipeline.run_async, which calls the component's run_async."""
+    data = {"ranker": {"query": "cats", "documents": [Document(content="dogs"), Document(content="cats")]}}
     with serve() as base:
         pipeline = Pipeline()
         pipeline.add_component("ranker", TEIRanker(f"{base}/rerank", top_k=1, api_key=None))
         text = pipeline.dumps()
-        loaded = Pipeline.loads(text)
-        assert loaded.dumps() == text and KEY not in text
-        out = loaded.run(
-            {"ranker": {"query": "cats", "documents": [Document(content="dogs"), Document(content="cats")]}}
-        )
+        assert Pipeline.loads(text).dumps() == text and KEY not in text
+        out = Pipeline.loads(text).run(data)
+        out_async = await Pipeline.loads(text).run_async(data)
+        assert len(httpx.get(f"{base}/_log").json()["requests"]) == 2
     assert [d.content for d in out["ranker"]["documents"]] == ["cats"]
+    assert [d.content for d in out_async["ranker"]["documents"]] == ["cats"]
 
 
 def test_factory_builds_a_tei_ranker_from_mxrag_arguments():
