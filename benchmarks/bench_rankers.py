@@ -11,16 +11,17 @@ With CUDA present, ``--fp16`` (or ``run(fp16=True)``) adds a row: ``use_fp16=Tru
 
 import argparse
 import json
+import logging
 import os
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# sentence-transformers-haystack passes an argument that sentence-transformers 6 deprecated; not our concern here.
-warnings.filterwarnings("ignore", message="The CrossEncoder.rank `convert_to_numpy`")
+# sentence-transformers-haystack passes an argument that sentence-transformers 6 deprecated (a logged warning, once):
+# it does not concern the measurement.
+logging.getLogger("sentence_transformers.util.decorators").setLevel(logging.ERROR)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
