@@ -51,32 +51,10 @@ def index_for_eval(corpus: Path, index_dir: Path, mode: str, model: str) -> tupl
 def pipeline_retriever(path: Path) -> Retrieve:
     """Wrap a YAML pipeline with a `query` input and a `documents` output as a retrieve function."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except OSError as e:
         raise NeedleError(f"cannot read pipeline {path}: {e.strerror}") from e
-    inputs, outputs = (data or {}).get("inputs") or {}, (data or {}).get("outputs") or {}
-    if "query" not in inputs or "documents" not in outputs:
-        raise NeedleError(
-            f"pipeline {path} must declare a `query` input and a `documents` output "
-            f"(inputs: {{query: component.socket}}, outputs: {{documents: component.documents}}); "
-            f"it declares inputs {sorted(inputs) or 'none'} and outputs {sorted(outputs) or 'none'}"
-        )
-    pipeline = pf.build(data)
-    pipeline.warm_up()
-    targets = inputs["query"] if isinstance(inputs["query"], list) else [inputs["query"]]
-    out_name, out_socket = outputs["documents"].split(".", 1)
-
-    def retrieve(queries: list[str]) -> list[list[Document]]:
-        results = []
-        for query in queries:
-            feed: dict[str, dict[str, str]] = {}
-            for target in targets:
-                name, socket = target.split(".", 1)
-                feed.setdefault(name, {})[socket] = query
-            results.append(pipeline.run(feed, include_outputs_from={out_name})[out_name][out_socket])
-        return results
-
-    return retrieve
+    return pf.QueryPipeline(data, str(path)).run_many
 
 
 def run_queries(retrieve: Retrieve, queries: dict[str, str], label: str) -> tuple[dict[str, list[str]], float]:

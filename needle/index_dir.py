@@ -99,8 +99,11 @@ def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, to
             if sub == "bm25" and "dense" in manifest.modes:
                 shared = str(index_dir.resolve() / "dense")
                 pf.set_init_param(data, f"{name}.document_store.document_store_path", shared)
-        if "top_k" in data["components"][name]["init_parameters"]:
-            pf.set_init_param(data, f"{name}.top_k", top_k)
+        params = data["components"][name]["init_parameters"]
+        if "top_k" in params:
+            # The component that answers gets top_k; candidate generators before it keep at least as many.
+            final = name == data["outputs"]["documents"].split(".", 1)[0]
+            pf.set_init_param(data, f"{name}.top_k", top_k if final else max(top_k, params["top_k"]))
     return data
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from haystack import Pipeline
+from haystack import Document, Pipeline
 
 import components  # noqa: F401  (allowlists our modules for deserialization)
 
@@ -52,3 +52,33 @@ def dump(data: dict[str, Any], path: Path) -> None:
     """Write a filled-in pipeline (with its Hayhooks blocks) as YAML, e.g. next to an index for serving."""
     with path.open("w", encoding="utf-8") as f:
         yaml.safe_dump(data, f, sort_keys=False)
+
+
+class QueryPipeline:
+    """A pipeline that declares a ``query`` input and a ``documents`` output (Hayhooks' blocks), run per query."""
+
+    def __init__(self, data: dict[str, Any], source: str) -> None:
+        inputs, outputs = data.get("inputs") or {}, data.get("outputs") or {}
+        if "query" not in inputs or "documents" not in outputs:
+            raise ValueError(
+                f"pipeline {source} must declare a `query` input and a `documents` output "
+                f"(inputs: {{query: component.socket}}, outputs: {{documents: component.documents}}); "
+                f"it declares inputs {sorted(inputs) or 'none'} and outputs {sorted(outputs) or 'none'}"
+            )
+        targets = inputs["query"] if isinstance(inputs["query"], list) else [inputs["query"]]
+        self.targets = [t.split(".", 1) for t in targets]
+        self.output = outputs["documents"].split(".", 1)
+        self.pipeline = build(data)
+        self.pipeline.warm_up()
+
+    def run(self, query: str) -> list[Document]:
+        """Feed the query to every declared target socket; return the declared documents output."""
+        feed: dict[str, dict[str, str]] = {}
+        for name, socket in self.targets:
+            feed.setdefault(name, {})[socket] = query
+        name, socket = self.output
+        return self.pipeline.run(feed, include_outputs_from={name})[name][socket]
+
+    def run_many(self, queries: list[str]) -> list[list[Document]]:
+        """One result list per query, in query order."""
+        return [self.run(q) for q in queries]

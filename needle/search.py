@@ -52,8 +52,12 @@ class Searcher:
         self.batched = self.mode in BATCH_PIPELINES
         template = BATCH_PIPELINES.get(self.mode, self.mode)
         data = fill_search_pipeline(self.index_dir, self.manifest, template, top_k)
-        self.pipeline = pf.build(data)
-        self.pipeline.warm_up()
+        if self.batched:
+            self.pipeline = pf.build(data)
+            self.pipeline.warm_up()
+        else:
+            self.per_query = pf.QueryPipeline(data, f"{template}_search")
+            self.pipeline = self.per_query.pipeline
         self._check_dimension()
 
     def _check_dimension(self) -> None:
@@ -74,14 +78,4 @@ class Searcher:
         if self.batched:
             inputs = {"embedder": {"texts": queries}} if self.mode == "dense" else {"retriever": {"queries": queries}}
             return self.pipeline.run(inputs)["retriever"]["documents"]
-        return [self._run_one(q) for q in queries]
-
-    def _run_one(self, query: str) -> list[Document]:
-        """Run the per-query pipeline (hybrid): every component that takes `query` or `text` gets it."""
-        inputs = self.pipeline.inputs()
-        data = {
-            name: {socket: query for socket in sockets if socket in ("query", "text")}
-            for name, sockets in inputs.items()
-        }
-        result = self.pipeline.run({k: v for k, v in data.items() if v})
-        return next(iter(result.values()))["documents"]
+        return self.per_query.run_many(queries)
