@@ -3,6 +3,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# infinity-emb pins numpy<2 and old typer/click, so its server (used by the TEI client tests) gets its own venv.
+INF_VENV := .venv-infinity
+INF_STAMP := $(INF_VENV)/.installed
 
 .PHONY: run test install bench clean
 
@@ -16,17 +19,24 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+$(INF_STAMP):
+	$(PY) -m venv $(INF_VENV)
+	$(INF_VENV)/bin/pip install -q -U pip
+	$(INF_VENV)/bin/pip install -q torch==2.13.0
+	$(INF_VENV)/bin/pip install -q 'infinity-emb[server,torch]'
+	touch $(INF_STAMP)
+
 install: $(STAMP)
 
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/needle index samples/python_docs.jsonl --out .needle/sample --overwrite
 	HF_HUB_OFFLINE=1 $(BIN)/needle search .needle/sample "how do I parse command line arguments" "read and write zip archives" "run a function in a separate thread" --top-k 3
 
-test: $(STAMP)
+test: $(STAMP) $(INF_STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .needle
+	rm -rf $(VENV) $(INF_VENV) .needle .pytest-models
