@@ -1,1 +1,5 @@
 """Stores components."""
+
+from components.stores.faiss_document_store import FAISSDocumentStore
+
+__all__ = ["FAISSDocumentStore"]

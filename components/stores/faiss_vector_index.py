@@ -1,0 +1,224 @@
+"""FAISS vectors keyed by int64 row numbers: build from a factory string, train, add, delete, search.
+
+Ids: every index except IVF is wrapped in ``IndexIDMap2``, so that rows are FAISS ids and deletes work.
+IVF indexes keep their own ids instead: ``IndexIDMap2.remove_ids`` assumes the wrapped index renumbers its
+vectors after a delete, which IVF does not, and the id map then silently points at the wrong vectors
+(checked with faiss 1.15). Indexes that cannot delete at all (HNSW) get tombstones: deleted rows stay in
+FAISS, every search excludes them with an ``IDSelector``, and the store rebuilds the index once they
+outnumber the live vectors.
+
+Scores are "higher is better": inner product, cosine similarity (vectors and queries are L2-normalised
+copies) or, for ``l2``, the negated squared Euclidean distance.
+"""
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+from haystack.document_stores.errors import DocumentStoreError
+
+logger = logging.getLogger(__name__)
+
+METRICS = ("inner_product", "cosine", "l2")
+VECTORS_FILE = "vectors.faiss"
+TOMBSTONES_FILE = "tombstones.npy"
+
+
+def build_faiss_index(dim: int, metric: str, factory: str, search_params: dict[str, float] | None) -> faiss.Index:
+    """Build an empty index from a factory string, wrapped in IndexIDMap2 unless it is an IVF index."""
+    metric_type = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
+    inner = faiss.index_factory(dim, factory, metric_type)
+    if faiss.try_extract_index_ivf(inner) is None:
+        index = faiss.IndexIDMap2(inner)
+        index.own_fields = True
+        inner.this.disown()
+    else:
+        index = inner
+    for name, value in (search_params or {}).items():
+        faiss.ParameterSpace().set_index_parameter(index, name, value)
+    return index
+
+
+def exact_search(queries: np.ndarray, k: int, rows: np.ndarray, vectors: np.ndarray, metric: str) -> tuple:
+    """Brute-force top-k over ``vectors`` (whose ids are ``rows``); same scores and -1 padding as ``search``."""
+    scorer = faiss.IndexFlat(vectors.shape[1], faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT)
+    scorer.add(prepare(vectors, metric))
+    distances, positions = scorer.search(prepare(queries, metric), min(k, len(rows)))
+    found = np.where(positions >= 0, rows[np.maximum(positions, 0)], -1)
+    return (-distances if metric == "l2" else distances), found
+
+
+def prepare(vectors: np.ndarray, metric: str) -> np.ndarray:
+    """C-contiguous float32 vectors for FAISS; an L2-normalised copy for cosine (the input is never changed)."""
+    prepared = np.array(vectors, dtype=np.float32, order="C", copy=metric == "cosine" or None)
+    if metric == "cosine":
+        faiss.normalize_L2(prepared)
+    return prepared
+
+
+class FAISSVectorIndex:
+    """One FAISS index plus what the store needs around it: chunked adds, deletes, selectors, GPU replica."""
+
+    def __init__(self, index: faiss.Index, metric: str, chunk_size: int, use_gpu: bool, tombstones: np.ndarray) -> None:
+        self._index = index
+        self.metric = metric
+        self._chunk_size = chunk_size
+        self._tombstones: set[int] = set(tombstones.tolist())
+        self._tombstone_selector: tuple | None = None
+        self._ivf = faiss.try_extract_index_ivf(index)
+        self._hnsw = _hnsw_of(index)
+        self._removable = _can_remove(index)
+        self._use_gpu = use_gpu and _gpus_available()
+        self._gpu_index: faiss.Index | None = None
+
+    @property
+    def dim(self) -> int:
+        return self._index.d
+
+    @property
+    def is_trained(self) -> bool:
+        return bool(self._index.is_trained)
+
+    @property
+    def ntotal(self) -> int:
+        """Vectors physically in FAISS, tombstones included."""
+        return self._index.ntotal
+
+    @property
+    def live_count(self) -> int:
+        """Vectors in FAISS that belong to stored documents (tombstones excluded)."""
+        return self._index.ntotal - len(self._tombstones)
+
+    @property
+    def needs_rebuild(self) -> bool:
+        """True once tombstones outnumber live vectors: searching them costs more than a rebuild."""
+        return len(self._tombstones) > max(self.live_count, 1000)
+
+    def train(self, vectors: np.ndarray) -> bool:
+        """Train the index on ``vectors``; False (index left untrained) when FAISS needs more points."""
+        if self.is_trained:
+            return True
+        if self._ivf is not None and len(vectors) < self._ivf.nlist:
+            return False
+        try:
+            self._index.train(prepare(vectors, self.metric))
+        except RuntimeError as exc:
+            if "training points" not in str(exc):
+                raise
+            return False
+        self._gpu_index = None
+        return True
+
+    def add(self, rows: np.ndarray, vectors: np.ndarray) -> None:
+        """Add vectors under their row ids, ``chunk_size`` at a time (bounds the float32 copies in memory)."""
+        for start in range(0, len(rows), self._chunk_size):
+            end = start + self._chunk_size
+            self._index.add_with_ids(prepare(vectors[start:end], self.metric), rows[start:end])
+        self._gpu_index = None
+
+    def remove(self, rows: list[int]) -> None:
+        """Delete vectors by row; tombstones where the index type cannot delete."""
+        if not rows:
+            return
+        if self._removable:
+            self._index.remove_ids(faiss.IDSelectorBatch(np.asarray(rows, dtype=np.int64)))
+        else:
+            self._tombstones.update(rows)
+            self._tombstone_selector = None
+        self._gpu_index = None
+
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """
+        One FAISS call for all queries: (Q, k) scores and rows, row -1 where fewer than k were found.
+
+        :param allowed: rows the results must come from (a metadata filter), applied inside FAISS with an
+            IDSelector so that a selective filter still yields top_k hits; None for all live rows.
+        """
+        queries = prepare(queries, self.metric)
+        keepalive = self._selector(allowed)
+        if keepalive is None:
+            distances, rows = self._search_index().search(queries, k)
+        else:
+            distances, rows = self._index.search(queries, k, params=self._parameters(keepalive[0]))
+        return (-distances if self.metric == "l2" else distances), rows
+
+    def _selector(self, allowed: np.ndarray | None) -> tuple | None:
+        """An IDSelector (first item) and the objects it points into, which must outlive the search."""
+        if allowed is not None:
+            return (faiss.IDSelectorBatch(allowed),)
+        if not self._tombstones:
+            return None
+        if self._tombstone_selector is None:
+            dead = faiss.IDSelectorBatch(np.fromiter(self._tombstones, dtype=np.int64))
+            self._tombstone_selector = (faiss.IDSelectorNot(dead), dead)
+        return self._tombstone_selector
+
+    def _parameters(self, selector: faiss.IDSelector) -> faiss.SearchParameters:
+        """Search parameters of the index's own type, carrying over its nprobe / efSearch settings."""
+        if self._ivf is not None:
+            return faiss.SearchParametersIVF(sel=selector, nprobe=self._ivf.nprobe, max_codes=self._ivf.max_codes)
+        if self._hnsw is not None:
+            return faiss.SearchParametersHNSW(sel=selector, efSearch=self._hnsw.hnsw.efSearch)
+        return faiss.SearchParameters(sel=selector)
+
+    def _search_index(self) -> faiss.Index:
+        """The GPU replica when GPUs are in use (rebuilt lazily after writes), else the CPU index."""
+        if not self._use_gpu:
+            return self._index
+        if self._gpu_index is None:
+            try:
+                options = faiss.GpuMultipleClonerOptions()
+                options.shard = True
+                options.useFloat16 = True
+                self._gpu_index = faiss.index_cpu_to_all_gpus(self._index, co=options)
+            except (RuntimeError, AttributeError) as exc:
+                logger.warning("index_use_gpu: cannot copy this index to the GPUs (%s); searching on CPU", exc)
+                self._use_gpu = False
+                return self._index
+        return self._gpu_index
+
+    def write(self, directory: Path) -> None:
+        """Write the index and its tombstones into ``directory``."""
+        faiss.write_index(self._index, str(directory / VECTORS_FILE))
+        np.save(directory / TOMBSTONES_FILE, np.array(sorted(self._tombstones), dtype=np.int64))
+
+    @classmethod
+    def read(cls, directory: Path, metric: str, chunk_size: int, use_gpu: bool, params: dict[str, Any] | None):
+        """Read what ``write`` wrote; raises DocumentStoreError naming the damaged file."""
+        path = directory / VECTORS_FILE
+        try:
+            index = faiss.read_index(str(path))
+        except RuntimeError as exc:
+            raise DocumentStoreError(f"{path}: corrupted FAISS index ({str(exc).splitlines()[0]})") from exc
+        try:
+            tombstones = np.load(directory / TOMBSTONES_FILE)
+        except (OSError, ValueError) as exc:
+            raise DocumentStoreError(f"{directory / TOMBSTONES_FILE}: corrupted ({exc})") from exc
+        for name, value in (params or {}).items():
+            faiss.ParameterSpace().set_index_parameter(index, name, value)
+        return cls(index, metric, chunk_size, use_gpu, tombstones)
+
+
+def _hnsw_of(index: faiss.Index) -> faiss.IndexHNSW | None:
+    inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap2) else index
+    return inner if isinstance(inner, faiss.IndexHNSW) else None
+
+
+def _can_remove(index: faiss.Index) -> bool:
+    """Whether FAISS can delete from this index type (probed with an empty delete)."""
+    try:
+        index.remove_ids(faiss.IDSelectorBatch(np.empty(0, dtype=np.int64)))
+    except RuntimeError:
+        return False
+    return True
+
+
+def _gpus_available() -> bool:
+    """True when faiss was built with GPU support and sees a GPU; logs a warning (CPU fallback) otherwise."""
+    count = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+    if count > 0 and hasattr(faiss, "GpuMultipleClonerOptions"):
+        return True
+    logger.warning("index_use_gpu=True but faiss sees no GPU (faiss-gpu not installed or no device); using the CPU")
+    return False

@@ -1,0 +1,39 @@
+"""FAISSDocumentStore against Haystack's DocumentStore test suites, in memory and persisted to a directory."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from haystack import Document
+from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.testing.document_store import CountDocumentsByFilterTest, DocumentStoreBaseExtendedTests
+
+from components.stores import FAISSDocumentStore
+
+
+def _as_stored(document: Document) -> Document:
+    """The store keeps embeddings as float32: what a document looks like after a round trip through it."""
+    if document.embedding is None:
+        return document
+    return replace(document, embedding=np.asarray(document.embedding, dtype=np.float32).tolist())
+
+
+class TestFAISSDocumentStoreProtocol(DocumentStoreBaseExtendedTests, CountDocumentsByFilterTest):
+    """Every suite runs twice: in memory, and persisted with autosave (each mutation writes a generation)."""
+
+    @pytest.fixture(params=["memory", "directory"])
+    def document_store(self, request: pytest.FixtureRequest, tmp_path: Path) -> FAISSDocumentStore:
+        return FAISSDocumentStore(path=str(tmp_path / "store") if request.param == "directory" else None)
+
+    def assert_documents_are_equal(self, received: list[Document], expected: list[Document]) -> None:
+        assert received == [_as_stored(document) for document in expected]
+
+    def test_write_documents(self, document_store: FAISSDocumentStore) -> None:
+        """The default policy (NONE) fails on a duplicate, like FAIL, and writes nothing of that batch."""
+        doc = Document(content="test doc", embedding=[0.5, 0.25])
+        assert document_store.write_documents([doc]) == 1
+        other = Document(content="another doc", embedding=[1.0, 0.0])
+        with pytest.raises(DuplicateDocumentError, match=doc.id):
+            document_store.write_documents([other, doc])
+        assert document_store.filter_documents() == [doc]
