@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from haystack import Document
-from haystack.document_stores.errors import DocumentStoreError
+from haystack.document_stores.errors import DocumentStoreError, MissingDocumentError
 
 from components.stores.bm25_persistence import load_array
 
@@ -100,15 +100,13 @@ class SharedDocumentTable:
 
     def get(self, ids: list[str]) -> list[Document]:
         """Fetch these documents from the sibling store; every id must be there."""
-        documents = self._sibling().get_documents_by_id(ids)
-        by_id = {d.id: d for d in documents}
-        missing = [doc_id for doc_id in ids if doc_id not in by_id]
-        if missing:
+        try:
+            return list(self._sibling().get_documents_by_id(ids))
+        except MissingDocumentError as exc:
             raise DocumentStoreError(
-                f"document store at {self.path} (document_store_path) lacks {len(missing)} document(s) the BM25 index "
-                f"holds, e.g. id {missing[0]!r}: both stores must index the same corpus"
-            )
-        return [by_id[doc_id] for doc_id in ids]
+                f"document store at {self.path} (document_store_path) lacks documents the BM25 index holds ({exc}): "
+                "both stores must index the same corpus"
+            ) from exc
 
     def _sibling(self) -> Any:
         """Open the FAISS store the first time a document is needed."""

@@ -36,7 +36,7 @@ def current_generation(root: Path) -> Path | None:
     """
     The live generation directory of the store at ``root``.
 
-    :returns: ``None`` when ``root`` holds no saved index yet (missing, empty, or only an interrupted first save).
+    :returns: ``None`` when ``root`` holds no saved index yet (missing, empty, or only a partial first save).
     :raises DocumentStoreError: naming the file, when ``root`` is not a BM25 store or its pointer is damaged.
     """
     if not root.exists():
@@ -45,9 +45,16 @@ def current_generation(root: Path) -> Path | None:
         raise DocumentStoreError(f"{root}: the BM25 store path exists but is not a directory")
     pointer = root / POINTER
     if not pointer.is_file():
-        strangers = sorted(p.name for p in root.iterdir() if p.name != f"{POINTER}.tmp" and not _GENERATION.match(p.name))
+        names = sorted(p.name for p in root.iterdir() if p.name != f"{POINTER}.tmp")
+        strangers = [n for n in names if not _GENERATION.match(n)]
         if strangers:
             raise DocumentStoreError(f"{pointer}: missing, so {root} is not a BM25 index directory (it holds {strangers[:5]})")
+        complete = [n for n in names if not n.endswith(".partial")]
+        if complete:
+            raise DocumentStoreError(
+                f"{pointer}: missing, although {root} holds saved generation(s) {complete[:5]}: write the name of the "
+                f"one to use into {pointer}, or remove the directory"
+            )
         return None
     name = pointer.read_text(encoding="utf-8", errors="replace").strip()
     match = _GENERATION.match(name)
