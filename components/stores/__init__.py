@@ -1,5 +1,3 @@
 """Stores components."""
 
-from components.stores.faiss_document_store import FAISSDocumentStore
-
-__all__ = ["FAISSDocumentStore"]
+from components.stores.faiss_document_store import FAISSDocumentStore  # noqa: F401

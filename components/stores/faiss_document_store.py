@@ -358,6 +358,7 @@ class FAISSDocumentStore:
     def _write(self, documents: Sequence[Document], vectors: np.ndarray, vector_of: np.ndarray, policy) -> int:
         """Apply ``policy``, then insert the surviving documents under new rows and index their vectors."""
         table = self._table
+        policy = DuplicatePolicy(policy)
         policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy
         chosen: dict[str, int] = {}  # id -> position in documents
         for position, document in enumerate(documents):

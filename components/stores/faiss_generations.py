@@ -41,12 +41,11 @@ def read_current(root: Path) -> tuple[Path, dict[str, Any]] | None:
         raise DocumentStoreError(f"{root}: the FAISS store path exists but is not a directory")
     pointer = root / POINTER
     if not pointer.exists():
-        leftovers = (p.name for p in root.iterdir() if p.name != f"{POINTER}.tmp")
-        strangers = sorted(name for name in leftovers if not _GENERATION.match(name))
-        if strangers:
-            raise DocumentStoreError(
-                f"{pointer}: missing, so {root} is not a FAISS store directory (it holds {strangers[:5]})"
-            )
+        # Only leftovers of an interrupted first save may sit here; anything else, a complete generation
+        # included, means the pointer was lost, and starting empty would overwrite data at the next save.
+        kept = sorted(p.name for p in root.iterdir() if not p.name.endswith(".partial") and p.name != f"{POINTER}.tmp")
+        if kept:
+            raise DocumentStoreError(f"{pointer}: missing, so {root} is not a readable FAISS store (it holds {kept[:5]})")
         return None
     name = pointer.read_text(encoding="utf-8").strip()
     match = _GENERATION.match(name)
