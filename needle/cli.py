@@ -1,8 +1,8 @@
 """`needle`: build, search and evaluate retrieval indexes made of Haystack pipelines.
 
     needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
-    needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid] [--json]
-    needle eval DATASET_DIR [--mode dense|bm25|hybrid | --pipeline FILE.yaml] [--split test]
+    needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--json]
+    needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--split test]
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
     needle serve DIR [--host H] [--port P]      (Hayhooks: POST /<mode>_search/run {"query": ...})
 
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from needle.index_dir import DEFAULT_MODEL, NeedleError
+from needle.search import MODES
 
 EXIT_USAGE = 2
 
@@ -113,7 +114,8 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("index_dir", help="directory made by `needle index`")
     se.add_argument("queries", nargs="+", metavar="QUERY")
     se.add_argument("--top-k", type=positive_int, default=5, help="hits per query (default 5)")
-    se.add_argument("--mode", choices=["dense", "bm25", "hybrid"], help="default: the best the index supports")
+    se.add_argument("--mode", choices=MODES, help="default: hybrid when the index has both parts; rrf = "
+                    "Haystack's reciprocal rank fusion of the same two lists")
     se.add_argument("--model", help="query model; must be the one the index was built with")
     se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
     se.set_defaults(func=cmd_search)
@@ -121,7 +123,7 @@ def parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset (nDCG@10, recall, MRR, MAP)")
     ev.add_argument("dataset_dir", nargs="?", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
     how = ev.add_mutually_exclusive_group()
-    how.add_argument("--mode", choices=["dense", "bm25", "hybrid"], default="dense", help="default: dense")
+    how.add_argument("--mode", choices=MODES, default="dense", help="default: dense")
     how.add_argument("--pipeline", help="YAML pipeline with a `query` input and a `documents` output")
     ev.add_argument("--split", default="test", help="qrels split (default test)")
     ev.add_argument("--model", default=DEFAULT_MODEL, help="embedding model for dense and hybrid modes")

@@ -1,7 +1,7 @@
 """`needle eval`: run a BEIR split through a real retrieval pipeline and score it.
 
 Two ways to choose the retrieval:
-- ``--mode dense|bm25|hybrid`` builds (or reuses) an index directory of the dataset's corpus with
+- ``--mode dense|bm25|hybrid|rrf`` builds (or reuses) an index directory of the dataset's corpus with
   ``needle index`` and searches it with the same pipelines as ``needle search``; the corpus embeddings
   are cached in that directory and reused while model, prompt and corpus content stay the same.
 - ``--pipeline FILE.yaml`` runs any YAML pipeline that declares a ``query`` input and a ``documents``

@@ -27,5 +27,5 @@ def build_index(
         model=model if dense else None, dim=dim, bm25_lang=lang if bm25 else None,
     )
     manifest.save(out)
-    save_search_pipelines(out, manifest, modes + (["hybrid"] if len(modes) == 2 else []))
+    save_search_pipelines(out, manifest, modes + (["hybrid", "rrf"] if len(modes) == 2 else []))
     return manifest

@@ -7,7 +7,7 @@ from haystack import Document
 from needle import pipeline_files as pf
 from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
 
-MODES = ("dense", "bm25", "hybrid")
+MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion, for comparison
 # Which pipeline answers a list of queries in each mode: batch pipelines take all queries in one run.
 BATCH_PIPELINES = {"dense": "dense_batch", "bm25": "bm25_batch"}
 
@@ -19,7 +19,7 @@ def best_mode(manifest: IndexManifest) -> str:
 
 def check_mode(manifest: IndexManifest, mode: str, index_dir: Path) -> None:
     """Refuse a mode the index was not built for, saying how to build it."""
-    needed = {"dense", "bm25"} if mode == "hybrid" else {mode}
+    needed = {"dense", "bm25"} if mode in ("hybrid", "rrf") else {mode}
     missing = needed - set(manifest.modes)
     if missing:
         raise NeedleError(
