@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -83,15 +84,19 @@ def test_save_needs_a_path() -> None:
     ("damage", "named"),
     [
         (lambda gen: (gen / "vectors.faiss").write_bytes((gen / "vectors.faiss").read_bytes()[:100]), "vectors.faiss"),
-        (lambda gen: (gen / "documents.sqlite").write_bytes(b"x" * (gen / "documents.sqlite").stat().st_size),
-         "documents.sqlite"),
+        (
+            lambda gen: (gen / "documents.sqlite").write_bytes(b"x" * (gen / "documents.sqlite").stat().st_size),
+            "documents.sqlite",
+        ),
         (lambda gen: (gen / "manifest.json").unlink(), "manifest.json"),
         (lambda gen: (gen / "manifest.json").write_text("{not json"), "manifest.json"),
         (lambda gen: (gen.parent / "CURRENT").write_text("../../etc"), "CURRENT"),
         (lambda gen: (gen.parent / "CURRENT").unlink(), "CURRENT"),
     ],
 )
-def test_damaged_directories_raise_errors_naming_the_file(tmp_path: Path, damage, named: str) -> None:  # noqa: ANN001
+def test_damaged_directories_raise_errors_naming_the_file(
+    tmp_path: Path, damage: Callable[[Path], object], named: str
+) -> None:
     _, docs = corpus(20)
     FAISSDocumentStore(path=str(tmp_path / "s")).write_documents(docs)
     damage(generation(tmp_path / "s"))
@@ -133,7 +138,11 @@ def test_sigkill_in_the_middle_of_saves_leaves_the_old_or_the_new_state_complete
     rng, killed_mid_save = random.Random(7), 0
     for _ in range(3):
         child = subprocess.Popen(
-            [sys.executable, str(tmp_path / "saver.py"), str(path)], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
+            [sys.executable, str(tmp_path / "saver.py"), str(path)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             assert child.stdout.readline().strip() == "ready"

@@ -23,7 +23,10 @@ def vectors() -> np.ndarray:
 def store(vectors: np.ndarray, tmp_path: Path) -> FAISSDocumentStore:
     store = FAISSDocumentStore(path=str(tmp_path / "index"), metric="cosine")
     store.write_documents(
-        [Document(id=f"d{i}", content=f"doc {i}", meta={"half": i % 2}, embedding=v.tolist()) for i, v in enumerate(vectors)]
+        [
+            Document(id=f"d{i}", content=f"doc {i}", meta={"half": i % 2}, embedding=v.tolist())
+            for i, v in enumerate(vectors)
+        ]
     )
     return store
 
@@ -58,7 +61,7 @@ def test_filter_policies(store: FAISSDocumentStore, vectors: np.ndarray, retriev
     replace = retriever_class(store, filters=init_filter, top_k=10)
     merge = retriever_class(store, filters=init_filter, top_k=10, filter_policy=FilterPolicy.MERGE)
 
-    def ids(retriever, **kwargs) -> list[str]:  # noqa: ANN001, ANN003
+    def ids(retriever: FAISSEmbeddingRetriever | FAISSBatchEmbeddingRetriever, **kwargs: dict) -> list[str]:
         query = vectors[0].tolist()
         if retriever_class is FAISSBatchEmbeddingRetriever:
             return sorted(doc.id for doc in retriever.run(query_embeddings=[query], **kwargs)["documents"][0])
@@ -102,8 +105,13 @@ async def test_run_async_matches_run(store: FAISSDocumentStore, vectors: np.ndar
 
 @pytest.mark.parametrize("retriever_class", RETRIEVERS)
 def test_to_dict_from_dict_round_trip(store: FAISSDocumentStore, retriever_class: type) -> None:
-    retriever = retriever_class(store, filters={"field": "meta.half", "operator": "==", "value": 0}, top_k=4,
-                                filter_policy=FilterPolicy.MERGE, return_embedding=True)
+    retriever = retriever_class(
+        store,
+        filters={"field": "meta.half", "operator": "==", "value": 0},
+        top_k=4,
+        filter_policy=FilterPolicy.MERGE,
+        return_embedding=True,
+    )
     data = retriever.to_dict()
     assert data["init_parameters"]["document_store"]["init_parameters"]["path"] == store.path
     assert data["init_parameters"]["filter_policy"] == "merge"

@@ -97,8 +97,8 @@ def test_ivf_searches_exactly_until_trained_then_trains_on_a_big_enough_write(tm
     vectors, docs = corpus(300)
     store = FAISSDocumentStore(path=str(tmp_path / "ivf"), index_factory="IVF8,Flat")
     store.write_documents(docs[:5])  # fewer vectors than the 8 lists: cannot train yet
-    assert [doc.id for doc in store.search(vectors[:1], top_k=10)[0]][0] == "d0"
-    assert len(store.search(vectors[:1], top_k=10)[0]) == 5
+    hits = store.search(vectors[:1], top_k=10)[0]
+    assert len(hits) == 5 and hits[0].id == "d0"
     saved = lambda: faiss.read_index(str(next((tmp_path / "ivf").glob("gen-*")) / "vectors.faiss"))  # noqa: E731
     assert not saved().is_trained and saved().ntotal == 0
     store.write_documents(docs[5:])
@@ -133,7 +133,8 @@ def test_overwrite_replaces_the_vector() -> None:
     store = FAISSDocumentStore()
     store.write_documents([Document(id="a", content="a", embedding=[1.0, 0.0]), Document(id="b", embedding=[0.6, 0.6])])
     store.write_documents([Document(id="a", content="a2", embedding=[0.0, 1.0])], policy=DuplicatePolicy.OVERWRITE)
-    assert [(d.id, d.content) for d in store.search(np.array([[0.0, 1.0]], np.float32), 2)[0]][0] == ("a", "a2")
+    best = store.search(np.array([[0.0, 1.0]], np.float32), 2)[0][0]
+    assert (best.id, best.content) == ("a", "a2")
     assert store.search(np.array([[1.0, 0.0]], np.float32), 2)[0][0].id == "b"
 
 

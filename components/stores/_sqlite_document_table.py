@@ -152,17 +152,21 @@ class SQLiteDocumentTable:
 
     def hits(self, rows: Sequence[int], scores: Sequence[float], embeddings: dict[int, list[float]]) -> list[Document]:
         """Search results: new Documents with their score and ``meta["retrieval_type"] = "dense"``; row -1 skipped."""
-        docs = self._docs
-        return [
-            derived(
-                docs[row],
-                score=score,
-                meta={**docs[row].meta, "retrieval_type": "dense"},
-                embedding=embeddings.get(row),
-            )
-            for row, score in zip(rows, scores)
-            if row >= 0
-        ]
+        # derived() inlined: this loop is the per-hit cost of every search
+        docs, make, found = self._docs, object.__new__, []
+        for row, score in zip(rows, scores, strict=True):
+            if row < 0:
+                continue
+            base = docs[row]
+            document = make(Document)
+            fields = document.__dict__
+            fields.update(base.__dict__)
+            fields["score"] = score
+            fields["meta"] = {**base.meta, "retrieval_type": "dense"}
+            if embeddings:
+                fields["embedding"] = embeddings.get(row)
+            found.append(document)
+        return found
 
     def embeddings(self, rows: Sequence[int], dim: int) -> np.ndarray:
         """The stored embeddings of ``rows`` (all stored with one) as a float32 (len(rows), dim) matrix."""
@@ -179,7 +183,7 @@ class SQLiteDocumentTable:
         for start in range(0, len(rows), _BATCH):
             chunk = [int(row) for row in rows[start : start + _BATCH]]
             marks = ",".join("?" * len(chunk))
-            query = f"SELECT row, embedding FROM documents WHERE embedding IS NOT NULL AND row IN ({marks})"  # noqa: S608
+            query = f"SELECT row, embedding FROM documents WHERE embedding IS NOT NULL AND row IN ({marks})"
             found.update(self._db.execute(query, chunk))
         return found
 

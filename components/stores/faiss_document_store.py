@@ -10,16 +10,24 @@ import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
-from haystack.errors import FilterError
 
 from components.stores._sqlite_document_table import SQLiteDocumentTable, encode
+from components.stores.faiss_checks import (
+    FORMAT,
+    check_documents,
+    check_filters,
+    check_finite,
+    check_init,
+    check_manifest,
+    check_matrix,
+    check_queries,
+    stack_embeddings,
+)
 from components.stores.faiss_generations import MANIFEST, read_current, write_generation
-from components.stores.faiss_vector_index import METRICS, FAISSVectorIndex, build_faiss_index, exact_search
+from components.stores.faiss_vector_index import FAISSVectorIndex, build_faiss_index, exact_search
 
-FORMAT = "needle-faiss-store/1"
 DOCUMENTS_FILE = "documents.sqlite"
 _TRAINING_SAMPLE = 100_000  # rows of a .npy used to train an IVF index before the bulk add
-_PROBE_DIMS = (384, 768, 1024, 96)  # dims tried to validate index_factory before the real dim is known
 
 
 class FAISSDocumentStore:
@@ -59,7 +67,7 @@ class FAISSDocumentStore:
         :param autosave: with a path, save after every mutating call.
         :param search_params: FAISS search-time parameters such as ``{"nprobe": 16}`` or ``{"efSearch": 128}``.
         """
-        _check_init(path, metric, index_factory, embedding_dim, index_chunk_size, search_params)
+        check_init(path, metric, index_factory, embedding_dim, index_chunk_size, search_params)
         self.path = str(path) if path is not None else None
         self.metric = metric
         self.index_factory = index_factory
@@ -112,7 +120,10 @@ class FAISSDocumentStore:
 
     @info.setter
     def info(self, value: dict[str, Any]) -> None:
-        json.dumps(value)  # fail now, not at save time
+        try:
+            json.dumps(value)  # fail now, not at save time
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"info must be a JSON-serialisable dict ({exc})") from exc
         with self._lock:
             self._ready()
             self._info = dict(value)
@@ -125,14 +136,14 @@ class FAISSDocumentStore:
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         """Documents matching Haystack ``filters`` (all when None), in insertion order, with embeddings."""
-        _check_filters(filters)
+        check_filters(filters)
         with self._lock:
             table = self._ready()
             return table.documents(table.filter_rows(filters), with_embedding=True)
 
     def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
         """Number of documents matching ``filters``."""
-        _check_filters(filters)
+        check_filters(filters)
         with self._lock:
             return len(self._ready().filter_rows(filters))
 
@@ -141,20 +152,17 @@ class FAISSDocumentStore:
         with self._lock:
             table = self._ready()
             rows = [table.row_of(document_id) for document_id in ids]
-            missing = [document_id for document_id, row in zip(ids, rows) if row is None]
+            missing = [document_id for document_id, row in zip(ids, rows, strict=True) if row is None]
             if missing:
                 raise MissingDocumentError(f"{len(missing)} of the ids are not in this store, e.g. {missing[:5]}")
             return table.documents(rows, with_embedding=return_embedding)
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """Write documents (NONE means FAIL); a FAIL raises before anything is written. Returns the count written."""
-        if isinstance(documents, str) or not isinstance(documents, Sequence):
-            raise ValueError("write_documents: documents must be a list of Document")
-        if any(not isinstance(document, Document) for document in documents):
-            raise ValueError("write_documents: every item of documents must be a Document")
+        check_documents(documents)
         with self._lock:
             self._ready()
-            vectors, vector_of = self._stack_embeddings(documents)
+            vectors, vector_of = stack_embeddings(documents, self.embedding_dim)
             written = self._write(documents, vectors, vector_of, policy)
             self._autosave()
             return written
@@ -186,7 +194,7 @@ class FAISSDocumentStore:
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
         """Delete the documents matching ``filters``; returns how many."""
-        _check_filters(filters)
+        check_filters(filters)
         with self._lock:
             rows = self._ready().filter_rows(filters)
             if rows:
@@ -196,7 +204,7 @@ class FAISSDocumentStore:
 
     def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
         """Merge ``meta`` into the meta of the documents matching ``filters``; returns how many."""
-        _check_filters(filters)
+        check_filters(filters)
         with self._lock:
             table = self._ready()
             rows = table.filter_rows(filters)
@@ -229,17 +237,17 @@ class FAISSDocumentStore:
         """
         if not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
-        _check_filters(filters)
+        check_filters(filters)
         with self._lock:
             table = self._ready()
-            queries = self._check_queries(query_embeddings)
+            queries = check_queries(query_embeddings, self.embedding_dim)
             candidates = None
             if filters:
                 matching = table.filter_rows(filters)
                 candidates = np.array([row for row in matching if table.has_embedding(row)], dtype=np.int64)
             scores, rows = self._nearest(queries, top_k, candidates)
             embeddings = table.embedding_lists(np.unique(rows).tolist()) if return_embedding else {}
-            return [table.hits(r, s, embeddings) for r, s in zip(rows.tolist(), scores.tolist())]
+            return [table.hits(r, s, embeddings) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
 
     def save(self) -> None:
         """Write the store as a new generation of ``path`` (crash-safe); a no-op when it was never loaded."""
@@ -264,7 +272,8 @@ class FAISSDocumentStore:
         return self._table
 
     def _load(self, generation: Path, manifest: dict[str, Any]) -> None:
-        _check_manifest(manifest, generation / MANIFEST, self)
+        settings = {"metric": self.metric, "index_factory": self.index_factory, "embedding_dim": self.embedding_dim}
+        check_manifest(manifest, generation / MANIFEST, settings)
         table = SQLiteDocumentTable.load_from(generation / DOCUMENTS_FILE)
         vectors = None
         if manifest["vectors"] is not None:
@@ -292,49 +301,18 @@ class FAISSDocumentStore:
             "info": self._info,
         }
 
-    def _stack_embeddings(self, documents: Sequence[Document]) -> tuple[np.ndarray, np.ndarray]:
-        """The documents' embeddings as one float32 matrix, and per document its row there (-1: none)."""
-        dim = self.embedding_dim
-        vector_of = np.full(len(documents), -1, dtype=np.int64)
-        embeddings = []
-        for position, document in enumerate(documents):
-            if document.embedding is None:
-                continue
-            dim = dim or len(document.embedding)
-            if len(document.embedding) != dim or dim == 0:
-                raise ValueError(
-                    f"Document '{document.id}' (documents[{position}]): embedding has {len(document.embedding)} "
-                    f"values, this store holds vectors of embedding_dim={dim}"
-                )
-            vector_of[position] = len(embeddings)
-            embeddings.append(document.embedding)
-        try:
-            matrix = np.array(embeddings, dtype=np.float32).reshape(len(embeddings), dim or 0)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"write_documents: embeddings must be lists of numbers ({exc})") from exc
-        names = [f"Document '{d.id}' (documents[{i}])" for i, d in enumerate(documents) if d.embedding is not None]
-        _check_finite(matrix, lambda row: names[row])
-        return matrix, vector_of
-
     def _write_matrix(self, documents: list[Document], matrix: np.ndarray, policy: DuplicatePolicy, source: str) -> int:
         """Write documents with embeddings from ``matrix``, ``index_chunk_size`` rows at a time, then save once."""
-        if not isinstance(matrix, np.ndarray) or matrix.ndim != 2 or matrix.dtype.kind != "f":
-            found = f"{matrix.dtype} {matrix.shape}" if isinstance(matrix, np.ndarray) else type(matrix).__name__
-            raise ValueError(f"{source}: expected a float32 (N, dim) array, got {found}")
-        if matrix.shape[0] != len(documents):
-            raise ValueError(f"{source}: {matrix.shape[0]} rows, expected one per document ({len(documents)})")
         with self._lock:
             self._ready()
-            if self.embedding_dim not in (None, matrix.shape[1]):
-                raise ValueError(f"{source}: vectors of {matrix.shape[1]} values, this store has embedding_dim="
-                                 f"{self.embedding_dim}")
+            check_matrix(matrix, len(documents), self.embedding_dim, source)
             if policy in (DuplicatePolicy.NONE, DuplicatePolicy.FAIL):
                 self._check_new_ids(documents)
             self._pretrain(matrix, source)
             written = 0
             for start in range(0, len(documents), self.index_chunk_size):
                 block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
-                _check_finite(block, lambda row, start=start: f"{source} row {start + row}")
+                check_finite(block, lambda row, start=start: f"{source} row {start + row}")
                 written += self._write(documents[start : start + len(block)], block, np.arange(len(block)), policy)
             self._autosave()
             return written
@@ -352,7 +330,7 @@ class FAISSDocumentStore:
         if not vectors.is_trained and len(matrix):
             picks = np.unique(np.linspace(0, len(matrix) - 1, min(len(matrix), _TRAINING_SAMPLE)).astype(np.int64))
             sample = np.asarray(matrix[picks], dtype=np.float32)
-            _check_finite(sample, lambda row: f"{source} row {picks[row]}")
+            check_finite(sample, lambda row: f"{source} row {picks[row]}")
             vectors.train(sample)
 
     def _write(self, documents: Sequence[Document], vectors: np.ndarray, vector_of: np.ndarray, policy) -> int:
@@ -374,7 +352,7 @@ class FAISSDocumentStore:
         blobs = [np.ascontiguousarray(vectors[pick], dtype="<f4").tobytes() if pick >= 0 else None for pick in picks]
         rows = np.arange(self._next_row, self._next_row + len(positions), dtype=np.int64)
         self._delete_rows([row for document_id in chosen if (row := table.row_of(document_id)) is not None])
-        table.insert(list(zip(rows.tolist(), chosen, texts, blobs)))
+        table.insert(list(zip(rows.tolist(), chosen, texts, blobs, strict=True)))
         self._next_row += len(rows)
         if (picks >= 0).any():
             self._add_vectors(rows[picks >= 0], vectors[picks[picks >= 0]])
@@ -414,19 +392,6 @@ class FAISSDocumentStore:
                 self._vector_index(self.embedding_dim)
                 self._index_stored_vectors()
 
-    def _check_queries(self, query_embeddings: np.ndarray) -> np.ndarray:
-        try:
-            queries = np.asarray(query_embeddings, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"query_embeddings must be a (Q, dim) array of numbers ({exc})") from exc
-        if queries.ndim != 2 or queries.shape[1] == 0:
-            raise ValueError(f"query_embeddings must be a (Q, dim) array, got shape {queries.shape}")
-        if self.embedding_dim is not None and queries.shape[1] != self.embedding_dim:
-            raise ValueError(f"query embeddings have {queries.shape[1]} values, this store has embedding_dim="
-                             f"{self.embedding_dim}")
-        _check_finite(queries, lambda row: f"query_embeddings[{row}]")
-        return queries
-
     def _nearest(self, queries: np.ndarray, k: int, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(Q, <=k) scores and rows of the nearest vectors, among ``candidates`` rows when given; -1 = no hit."""
         vectors = self._vectors
@@ -437,8 +402,8 @@ class FAISSDocumentStore:
             return self._exact(queries, k, candidates)
         k = min(k, size)
         scores, rows = vectors.search(queries, k, candidates)
-        short = (rows < 0).any(axis=1)  # an approximate index missed hits that exist: redo those exactly
-        if short.any():
+        if (rows < 0).any():  # an approximate index missed hits that exist: redo those queries exactly
+            short = (rows < 0).any(axis=1)
             scores[short], rows[short] = self._exact(queries[short], k, candidates)
         return scores, rows
 
@@ -446,54 +411,3 @@ class FAISSDocumentStore:
         """Brute-force search over the stored embeddings of ``candidates`` (all embedded rows when None)."""
         pool = candidates if candidates is not None else self._table.embedded_rows()
         return exact_search(queries, k, pool, self._table.embeddings(pool, self.embedding_dim), self.metric)
-
-
-def _check_init(path, metric, index_factory, embedding_dim, index_chunk_size, search_params) -> None:  # noqa: ANN001
-    """Raise ValueError naming the first bad init parameter and its allowed values."""
-    if path is not None and (not isinstance(path, str | Path) or not str(path)):
-        raise ValueError(f"path must be a directory path or None, got {path!r}")
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    if embedding_dim is not None and (not isinstance(embedding_dim, int) or embedding_dim < 1):
-        raise ValueError(f"embedding_dim must be an integer >= 1 or None, got {embedding_dim!r}")
-    if not isinstance(index_chunk_size, int) or index_chunk_size < 1:
-        raise ValueError(f"index_chunk_size must be an integer >= 1, got {index_chunk_size!r}")
-    if search_params is not None and not isinstance(search_params, dict):
-        raise ValueError(f"search_params must be a dict like {{'nprobe': 16}} or None, got {search_params!r}")
-    if not isinstance(index_factory, str) or not index_factory.strip() or "IDMap" in index_factory:
-        raise ValueError(f"index_factory must be a FAISS factory string without IDMap (added by the store), "
-                         f"e.g. 'Flat', 'HNSW32', 'IVF100,Flat'; got {index_factory!r}")
-    errors = []
-    for dim in (embedding_dim,) if embedding_dim else _PROBE_DIMS:
-        try:
-            build_faiss_index(dim, metric, index_factory, search_params)
-            return
-        except RuntimeError as exc:
-            errors.append(str(exc).strip().splitlines()[-1])
-    raise ValueError(f"index_factory={index_factory!r} / search_params={search_params!r} rejected by FAISS: {errors[0]}")
-
-
-def _check_filters(filters: dict[str, Any] | None) -> None:
-    if filters is None or filters == {}:
-        return
-    if not isinstance(filters, dict) or "operator" not in filters:
-        raise FilterError(f"filters must be a dict with an 'operator' key (Haystack filter syntax), got {filters!r}")
-
-
-def _check_finite(matrix: np.ndarray, name_of) -> None:  # noqa: ANN001
-    """Raise ValueError naming the first row of ``matrix`` that holds NaN or infinity."""
-    finite = np.isfinite(matrix).all(axis=1)
-    if not finite.all():
-        raise ValueError(f"{name_of(int(np.argmin(finite)))}: embedding holds NaN or infinite values")
-
-
-def _check_manifest(manifest: dict[str, Any], path: Path, store: FAISSDocumentStore) -> None:
-    """Check the saved store's format and that its settings match the store that opens it."""
-    keys = ("format", "metric", "index_factory", "embedding_dim", "next_row", "documents", "vectors", "info")
-    if manifest.get("format") != FORMAT or any(key not in manifest for key in keys):
-        raise DocumentStoreError(f"{path}: not a {FORMAT} manifest")
-    for name in ("metric", "index_factory", "embedding_dim"):
-        given = getattr(store, name)
-        if given is not None and manifest[name] is not None and given != manifest[name]:
-            raise ValueError(f"{path}: the store was built with {name}={manifest[name]!r} but this FAISSDocumentStore "
-                             f"has {name}={given!r}; open it with FAISSDocumentStore.load(path)")

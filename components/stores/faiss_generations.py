@@ -45,7 +45,9 @@ def read_current(root: Path) -> tuple[Path, dict[str, Any]] | None:
         # included, means the pointer was lost, and starting empty would overwrite data at the next save.
         kept = sorted(p.name for p in root.iterdir() if not p.name.endswith(".partial") and p.name != f"{POINTER}.tmp")
         if kept:
-            raise DocumentStoreError(f"{pointer}: missing, so {root} is not a readable FAISS store (it holds {kept[:5]})")
+            raise DocumentStoreError(
+                f"{pointer}: missing, so {root} is not a readable FAISS store (it holds {kept[:5]})"
+            )
         return None
     name = pointer.read_text(encoding="utf-8").strip()
     match = _GENERATION.match(name)
