@@ -58,9 +58,13 @@ def test_inner_product_is_the_default_metric() -> None:
     assert hit.score == pytest.approx(float(vectors[0] @ vectors[0] * 3), rel=1e-5)
 
 
-@pytest.mark.parametrize("factory", sorted(EXHAUSTIVE))
+@pytest.mark.parametrize("factory", [*sorted(EXHAUSTIVE), "PQ4x4"])
 def test_selective_filter_returns_exactly_top_k_matching_hits(factory: str) -> None:
-    """20 of 2,000 documents match: every query still gets top_k hits, the exact best among the matching."""
+    """20 of 2,000 documents match: every query still gets top_k hits, the exact best among the matching.
+
+    Flat filters inside FAISS; HNSW and IVF (default efSearch / nprobe) find only some of the 20 and PQ takes
+    no IDSelector at all: those queries are re-searched exactly over the matching documents' stored vectors.
+    """
     vectors, docs = corpus(2000, groups=100)
     store = FAISSDocumentStore(index_factory=factory)  # default search params: approximate indexes miss hits
     store.write_documents(docs)
@@ -230,6 +234,7 @@ def test_bad_queries_are_rejected() -> None:
         ({"metric": "dot"}, "metric must be one of inner_product, cosine, l2"),
         ({"index_factory": "Flatt"}, "index_factory='Flatt'"),
         ({"index_factory": "IDMap2,Flat"}, "without IDMap"),
+        ({"index_factory": "IVF16,Flat,RFlat"}, "this FAISS index cannot store ids"),
         ({"embedding_dim": 0}, "embedding_dim must be an integer >= 1"),
         ({"index_chunk_size": 0}, "index_chunk_size must be an integer >= 1"),
         ({"index_factory": "Flat", "search_params": {"nprobe": 4}}, "search_params"),

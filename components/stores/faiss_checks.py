@@ -43,10 +43,16 @@ def check_init(
     errors = []
     for dim in (embedding_dim,) if embedding_dim else _PROBE_DIMS:
         try:
-            build_faiss_index(dim, metric, index_factory, search_params)
-            return
+            index = build_faiss_index(dim, metric, index_factory, search_params)
         except RuntimeError as exc:
             errors.append(str(exc).strip().splitlines()[-1])
+            continue
+        try:
+            index.add_with_ids(np.empty((0, dim), np.float32), np.empty(0, np.int64))
+        except RuntimeError as exc:  # an untrained index refuses adds for that reason, which is fine
+            if "not implemented" in str(exc):
+                raise ValueError(f"index_factory={index_factory!r}: this FAISS index cannot store ids") from exc
+        return
     raise ValueError(
         f"index_factory={index_factory!r} / search_params={search_params!r} rejected by FAISS: {errors[0]}"
     )

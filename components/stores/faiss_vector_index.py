@@ -70,6 +70,7 @@ class FAISSVectorIndex:
         self._ivf = faiss.try_extract_index_ivf(index)
         self._hnsw = _hnsw_of(index)
         self._removable = _can_remove(index)
+        self._takes_selector = True  # until FAISS refuses search parameters for this index type
         self._use_gpu = use_gpu and _gpus_available()
         self._gpu_index: faiss.Index | None = None
 
@@ -135,13 +136,21 @@ class FAISSVectorIndex:
 
         :param allowed: rows the results must come from (a metadata filter), applied inside FAISS with an
             IDSelector so that a selective filter still yields top_k hits; None for all live rows.
+            Index types that take no IDSelector (e.g. PQ) return no hits here: the caller's exact re-search of
+            short results then answers from the stored vectors.
         """
         queries = prepare(queries, self.metric)
         keepalive = self._selector(allowed)
         if keepalive is None:
             distances, rows = self._search_index().search(queries, k)
+        elif not self._takes_selector:
+            return np.full((len(queries), k), -np.inf, np.float32), np.full((len(queries), k), -1, np.int64)
         else:
-            distances, rows = self._index.search(queries, k, params=self._parameters(keepalive[0]))
+            try:
+                distances, rows = self._index.search(queries, k, params=self._parameters(keepalive[0]))
+            except RuntimeError:
+                self._takes_selector = False
+                return self.search(queries, k, allowed)
         return (-distances if self.metric == "l2" else distances), rows
 
     def _selector(self, allowed: np.ndarray | None) -> tuple | None:
