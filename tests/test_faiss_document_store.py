@@ -8,6 +8,16 @@ import pytest
 from haystack import Document
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.testing.document_store import CountDocumentsByFilterTest, DocumentStoreBaseExtendedTests
+from haystack.testing.document_store_async import (
+    CountDocumentsAsyncTest,
+    CountDocumentsByFilterAsyncTest,
+    DeleteAllAsyncTest,
+    DeleteByFilterAsyncTest,
+    DeleteDocumentsAsyncTest,
+    FilterDocumentsAsyncTest,
+    UpdateByFilterAsyncTest,
+    WriteDocumentsAsyncTest,
+)
 
 from components.stores import FAISSDocumentStore
 
@@ -37,3 +47,32 @@ class TestFAISSDocumentStoreProtocol(DocumentStoreBaseExtendedTests, CountDocume
         with pytest.raises(DuplicateDocumentError, match=doc.id):
             document_store.write_documents([other, doc])
         assert document_store.filter_documents() == [doc]
+
+
+class TestFAISSDocumentStoreAsyncProtocol(
+    CountDocumentsAsyncTest,
+    CountDocumentsByFilterAsyncTest,
+    DeleteAllAsyncTest,
+    DeleteByFilterAsyncTest,
+    DeleteDocumentsAsyncTest,
+    FilterDocumentsAsyncTest,
+    UpdateByFilterAsyncTest,
+    WriteDocumentsAsyncTest,
+):
+    """The async twins (what DocumentWriter and Hayhooks call) against Haystack's async suites."""
+
+    @pytest.fixture
+    def document_store(self) -> FAISSDocumentStore:
+        return FAISSDocumentStore()
+
+    def assert_documents_are_equal(self, received: list[Document], expected: list[Document]) -> None:
+        assert received == [_as_stored(document) for document in expected]
+
+    async def test_write_documents_async(self, document_store: FAISSDocumentStore) -> None:
+        doc = Document(content="test doc", embedding=[0.5, 0.25])
+        assert await document_store.write_documents_async([doc]) == 1
+        with pytest.raises(DuplicateDocumentError):
+            await document_store.write_documents_async([doc])
+        assert await document_store.search_async(np.array([[1.0, 0.0]], np.float32), 1) == [
+            [replace(doc, score=0.5, meta={"retrieval_type": "dense"}, embedding=None)]
+        ]

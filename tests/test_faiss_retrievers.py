@@ -156,3 +156,18 @@ def test_semantic_search_with_minilm(tmp_path: Path, minilm_path: str) -> None:
     )["documents"]
     assert [hits[0].content for hits in found] == [passages[3], passages[2], passages[1]]
     assert all(0.3 < hits[0].score <= 1.0 for hits in found)
+
+
+async def test_async_pipelines_write_and_retrieve(tmp_path: Path, vectors: np.ndarray) -> None:
+    """What Hayhooks does: DocumentWriter and the retriever run through their run_async (Pipeline.run_async)."""
+    from haystack.components.writers import DocumentWriter
+
+    store = FAISSDocumentStore(path=str(tmp_path / "async"), metric="cosine")
+    indexing = Pipeline()
+    indexing.add_component("writer", DocumentWriter(store))
+    docs = [Document(id=f"a{i}", content=f"doc {i}", embedding=v.tolist()) for i, v in enumerate(vectors)]
+    assert (await indexing.run_async({"writer": {"documents": docs}}))["writer"]["documents_written"] == 40
+    search = Pipeline()
+    search.add_component("retriever", FAISSEmbeddingRetriever(FAISSDocumentStore.load(store.path), top_k=2))
+    found = await Pipeline.loads(search.dumps()).run_async({"retriever": {"query_embedding": vectors[4].tolist()}})
+    assert found["retriever"]["documents"][0].id == "a4"

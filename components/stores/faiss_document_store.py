@@ -12,6 +12,7 @@ from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumen
 from haystack.document_stores.types import DuplicatePolicy
 
 from components.stores._sqlite_document_table import SQLiteDocumentTable, encode
+from components.stores.faiss_async_twins import FAISSAsyncTwins
 from components.stores.faiss_checks import (
     FORMAT,
     check_documents,
@@ -30,7 +31,7 @@ DOCUMENTS_FILE = "documents.sqlite"
 _TRAINING_SAMPLE = 100_000  # rows of a .npy used to train an IVF index before the bulk add
 
 
-class FAISSDocumentStore:
+class FAISSDocumentStore(FAISSAsyncTwins):
     """
     A Haystack DocumentStore with FAISS vector search, metadata pre-filtering and batch search.
 
@@ -43,6 +44,7 @@ class FAISSDocumentStore:
     - With ``path`` set, the store lives in that directory (see ``faiss_generations`` for the crash-safe
       layout), is loaded lazily on first use, and with ``autosave`` every mutating call ends with ``save()``.
       One process should write a given directory at a time.
+    - Every public method has an ``*_async`` twin (``FAISSAsyncTwins``) for async pipelines and Hayhooks.
     """
 
     def __init__(
