@@ -55,30 +55,35 @@ def dump(data: dict[str, Any], path: Path) -> None:
 
 
 class QueryPipeline:
-    """A pipeline that declares a ``query`` input and a ``documents`` output (Hayhooks' blocks), run per query."""
+    """A pipeline that declares a ``query`` input and a ``documents`` output (Hayhooks' blocks), run per query.
 
-    def __init__(self, data: dict[str, Any], source: str) -> None:
+    With ``input_name="queries"`` it drives a batch pipeline instead: one run takes every query and its
+    ``documents`` output holds one list per query.
+    """
+
+    def __init__(self, data: dict[str, Any], source: str, input_name: str = "query") -> None:
         inputs, outputs = data.get("inputs") or {}, data.get("outputs") or {}
-        if "query" not in inputs or "documents" not in outputs:
+        if input_name not in inputs or "documents" not in outputs:
             raise ValueError(
-                f"pipeline {source} must declare a `query` input and a `documents` output "
-                f"(inputs: {{query: component.socket}}, outputs: {{documents: component.documents}}); "
+                f"pipeline {source} must declare a `{input_name}` input and a `documents` output "
+                f"(inputs: {{{input_name}: component.socket}}, outputs: {{documents: component.documents}}); "
                 f"it declares inputs {sorted(inputs) or 'none'} and outputs {sorted(outputs) or 'none'}"
             )
-        targets = inputs["query"] if isinstance(inputs["query"], list) else [inputs["query"]]
+        self.batched = input_name == "queries"
+        targets = inputs[input_name] if isinstance(inputs[input_name], list) else [inputs[input_name]]
         self.targets = [t.split(".", 1) for t in targets]
         self.output = outputs["documents"].split(".", 1)
         self.pipeline = build(data)
         self.pipeline.warm_up()
 
-    def run(self, query: str) -> list[Document]:
-        """Feed the query to every declared target socket; return the declared documents output."""
-        feed: dict[str, dict[str, str]] = {}
+    def run(self, query: str | list[str]) -> list:
+        """Feed the query (or all queries) to every declared target socket; return the documents output."""
+        feed: dict[str, dict[str, Any]] = {}
         for name, socket in self.targets:
             feed.setdefault(name, {})[socket] = query
         name, socket = self.output
         return self.pipeline.run(feed, include_outputs_from={name})[name][socket]
 
     def run_many(self, queries: list[str]) -> list[list[Document]]:
-        """One result list per query, in query order."""
-        return [self.run(q) for q in queries]
+        """One result list per query, in query order: a single run for a batch pipeline."""
+        return self.run(queries) if self.batched else [self.run(q) for q in queries]

@@ -9,7 +9,7 @@ from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
 
 MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion, for comparison
 # Which pipeline answers a list of queries in each mode: batch pipelines take all queries in one run.
-BATCH_PIPELINES = {"dense": "dense_batch", "bm25": "bm25_batch"}
+BATCH_PIPELINES = {"dense": "dense_batch", "bm25": "bm25_batch", "hybrid": "hybrid_batch"}
 
 
 def best_mode(manifest: IndexManifest) -> str:
@@ -52,12 +52,8 @@ class Searcher:
         self.batched = self.mode in BATCH_PIPELINES
         template = BATCH_PIPELINES.get(self.mode, self.mode)
         data = fill_search_pipeline(self.index_dir, self.manifest, template, top_k)
-        if self.batched:
-            self.pipeline = pf.build(data)
-            self.pipeline.warm_up()
-        else:
-            self.per_query = pf.QueryPipeline(data, f"{template}_search")
-            self.pipeline = self.per_query.pipeline
+        self.runner = pf.QueryPipeline(data, f"{template}_search", "queries" if self.batched else "query")
+        self.pipeline = self.runner.pipeline
         self._check_dimension()
 
     def _check_dimension(self) -> None:
@@ -75,7 +71,4 @@ class Searcher:
 
     def search(self, queries: list[str]) -> list[list[Document]]:
         """Top-k documents for each query, in query order."""
-        if self.batched:
-            inputs = {"embedder": {"texts": queries}} if self.mode == "dense" else {"retriever": {"queries": queries}}
-            return self.pipeline.run(inputs)["retriever"]["documents"]
-        return self.per_query.run_many(queries)
+        return self.runner.run_many(queries)
