@@ -67,10 +67,12 @@ def check_filters(filters: dict[str, Any] | None) -> None:
 
 
 def check_documents(documents: Any) -> None:
+    """A list (or other sequence) of Documents."""
     if isinstance(documents, str) or not isinstance(documents, Sequence):
-        raise ValueError("write_documents: documents must be a list of Document")
-    if any(not isinstance(document, Document) for document in documents):
-        raise ValueError("write_documents: every item of documents must be a Document")
+        raise ValueError(f"documents must be a list of Document, got {type(documents).__name__}")
+    for position, document in enumerate(documents):
+        if not isinstance(document, Document):
+            raise ValueError(f"documents[{position}] must be a Document, got {type(document).__name__}")
 
 
 def check_finite(matrix: np.ndarray, name_of: Callable[[int], str]) -> None:

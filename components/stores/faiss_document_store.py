@@ -305,6 +305,7 @@ class FAISSDocumentStore(FAISSAsyncTwins):
 
     def _write_matrix(self, documents: list[Document], matrix: np.ndarray, policy: DuplicatePolicy, source: str) -> int:
         """Write documents with embeddings from ``matrix``, ``index_chunk_size`` rows at a time, then save once."""
+        check_documents(documents)
         with self._lock:
             self._ready()
             check_matrix(matrix, len(documents), self.embedding_dim, source)
