@@ -151,12 +151,25 @@ def positive_int(text: str) -> int:
     return value
 
 
+USER_ERRORS = (NeedleError, ValueError, FileNotFoundError, PermissionError)
+
+
+def user_error(error: BaseException) -> BaseException | None:
+    """The user-facing error behind ERROR: pipelines wrap a component's error in PipelineRuntimeError."""
+    from haystack.core.errors import PipelineRuntimeError
+
+    while isinstance(error, PipelineRuntimeError) and error.__cause__ is not None:
+        error = error.__cause__
+    return error if isinstance(error, USER_ERRORS) else None
+
+
 def run_cli(func: Callable[[argparse.Namespace], None], args: argparse.Namespace) -> int:
     """Run a sub-command, turning user errors into one line on stderr."""
     try:
         func(args)
-    except (NeedleError, ValueError, FileNotFoundError, PermissionError) as e:
-        if os.environ.get("NEEDLE_DEBUG"):
+    except Exception as raised:  # noqa: BLE001 - anything that is not a user error is re-raised below
+        e = user_error(raised)
+        if e is None or os.environ.get("NEEDLE_DEBUG"):
             raise
         message = " ".join(str(e).split())
         print(f"needle: error: {message}", file=sys.stderr)
