@@ -118,7 +118,7 @@ def documents_count(index_dir: Path, mode: str) -> int:
     if mode == "dense":
         from components.stores.faiss_document_store import FAISSDocumentStore
 
-        return FAISSDocumentStore(path=str(index_dir / "dense")).count_documents()
+        return FAISSDocumentStore.load(str(index_dir / "dense")).count_documents()
     from components.stores.bm25_document_store import BM25DocumentStore
 
     return BM25DocumentStore(path=str(index_dir / "bm25")).count_documents()

@@ -61,15 +61,16 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for_pipelines(base, {"dense_search", "bm25_search", "hybrid_search"}, proc)
+        wait_for_pipelines(base, {"dense_search", "bm25_search", "hybrid_search", "rrf_search"}, proc)
         yield base
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
-@pytest.mark.parametrize("name", ["dense_search", "bm25_search", "hybrid_search"])
-def test_served_pipeline_answers_query(server: str, name: str) -> None:
-    result = post(f"{server}/{name}/run", {"query": "read and write zip archive files"})["result"]
-    docs = result["documents"]
+@pytest.mark.parametrize(("name", "answering"), [("dense_search", "retriever"), ("bm25_search", "retriever"),
+                                                 ("hybrid_search", "mix"), ("rrf_search", "joiner")])
+def test_served_pipeline_answers_query(server: str, name: str, answering: str) -> None:
+    result = post(f"{server}/{name}/run", {"query": "read and write ZIP files"})["result"]
+    docs = result[answering]["documents"]
     assert docs and docs[0]["id"].startswith("zipfile")
