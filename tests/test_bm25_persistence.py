@@ -77,6 +77,17 @@ def test_an_empty_store_saves_and_loads(tmp_path: Path) -> None:
     assert store.count_documents() == 0 and store.bm25_retrieval("anything") == []
 
 
+def test_terms_of_a_document_written_then_deleted_do_not_break_the_saved_index(tmp_path: Path) -> None:
+    """New terms enter the vocabulary on write; deleting the document before saving leaves a loadable index."""
+    store = BM25DocumentStore(path=str(tmp_path / "bm25"), autosave=False)
+    store.write_documents(DOCS)
+    assert store.bm25_retrieval("red planet")
+    store.write_documents([Document(id="pluto", content="Pluto dwarf kuiper")])
+    store.delete_documents(["pluto"])
+    store.save()
+    assert [d.id for d in BM25DocumentStore(path=str(tmp_path / "bm25")).bm25_retrieval("red planet")] == ["mars"]
+
+
 def test_a_second_save_replaces_the_generation_and_leaves_no_partial(saved: Path) -> None:
     """Each save is a new generation; older ones and leftovers are removed."""
     (saved / "gen-000099.partial").mkdir()

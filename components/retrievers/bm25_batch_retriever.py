@@ -68,8 +68,8 @@ class BM25BatchRetriever:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Load the store's index and tokenizer now rather than on the first batch."""
-        self.document_store.warm_up()
+        """Load the store's index and tokenizer (and compile numba's parallel scorer) now, not on the first batch."""
+        self.document_store.warm_up(n_threads=self.n_threads)
 
     @component.output_types(documents=list[list[Document]])
     def run(

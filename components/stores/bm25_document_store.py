@@ -1,6 +1,5 @@
 """A Haystack document store searched with BM25 through bm25s: English, Chinese, persisted, incremental."""
 
-import json
 import threading
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -9,23 +8,17 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
-from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
+from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
-from components.stores.bm25_document_table import (
-    DocumentTable,
-    JsonlDocumentTable,
-    SharedDocumentTable,
-    write_documents_file,
-)
-from components.stores.bm25_index import BM25Index, IndexSnapshot
+from components.stores.bm25_document_table import JsonlDocumentTable, SharedDocumentTable, write_documents_file
+from components.stores.bm25_documents import StoredDocuments, as_hit
+from components.stores.bm25_index import BM25Index
 from components.stores.bm25_persistence import MANIFEST, current_generation, read_manifest, write_generation
 from components.stores.bm25_segments import BM25Params, MainSegment
-from components.stores.bm25_settings import check_query, check_top_k, resolve_settings, validate_init
+from components.stores.bm25_settings import check_filters, check_query, check_top_k, resolve_settings, validate_init
 from components.stores.bm25_tokenizers import BM25Tokenizer
-
-_MASK_CACHE_SIZE = 32
 
 
 class BM25DocumentStore:
@@ -80,7 +73,8 @@ class BM25DocumentStore:
         :raises ValueError: If a parameter is outside its allowed range (the message names it).
         """
         validate_init(lang=lang, tokenizer=tokenizer, method=method, k1=k1, b=b, delta=delta, backend=backend,
-                      compaction_ratio=compaction_ratio, path=path, document_store_path=document_store_path)
+                      compaction_ratio=compaction_ratio, path=path, document_store_path=document_store_path,
+                      autosave=autosave)
         self.path = path
         self.lang = lang
         self.tokenizer = tokenizer
@@ -90,17 +84,13 @@ class BM25DocumentStore:
         self.delta = delta
         self.backend = backend
         self.compaction_ratio = compaction_ratio
-        if not isinstance(autosave, bool):
-            raise ValueError(f"autosave must be True or False; got {autosave!r}")
         self.document_store_path = document_store_path
         self.autosave = autosave
         self._lock = threading.RLock()
         self._index: BM25Index | None = None
-        self._tokenize: BM25Tokenizer | None = None
+        self._tokenizer = BM25Tokenizer()
         self._settings: dict[str, Any] = {}
-        self._docs: dict[str, Document] = {}
-        self._table: DocumentTable | None = None
-        self._masks: dict[tuple[int, str], tuple[np.ndarray | None, np.ndarray | None]] = {}
+        self._documents = StoredDocuments()
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the store's configuration (not its documents: ``save`` writes those to ``path``)."""
@@ -131,14 +121,22 @@ class BM25DocumentStore:
         """How many times the small index of recently written documents was rebuilt."""
         return self._ready().delta_builds
 
-    def warm_up(self) -> None:
-        """Load the index, the tokenizer and (for ``backend="numba"``) compile the scorer; idempotent."""
+    def warm_up(self, n_threads: int = 0) -> None:
+        """
+        Load the index and the tokenizer now; idempotent.
+
+        With ``backend="numba"`` this also JIT-compiles the scoring functions bm25s uses for ``n_threads``
+        (serial for 0 or 1, parallel otherwise), with and without a filter/deletion mask: seconds each, once
+        per process, instead of during the first queries.
+        """
         index = self._ready()
-        assert self._tokenize is not None
-        self._tokenize.warm_up()
+        self._tokenizer.warm_up()
         snapshot = index.snapshot()
         if self.backend == "numba" and snapshot.main is not None:
-            snapshot.search([next(iter(snapshot.vocab))], 1)
+            query = [[next(iter(snapshot.vocab))]]
+            everything = np.ones(snapshot.main.n_docs, dtype=bool)
+            snapshot.search(query, 1, n_threads)
+            snapshot.search(query, 1, n_threads, main_accept=everything)
 
     def count_documents(self) -> int:
         """Number of documents in the store."""
@@ -146,9 +144,9 @@ class BM25DocumentStore:
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         """Documents matching Haystack ``filters`` (all when empty), in index order then write order."""
-        _check_filter_syntax(filters)
+        check_filters(filters)
         with self._lock:
-            documents = self._documents(self._ready().ids(), cache=True)
+            documents = self._documents.get(self._ready().ids(), cache=True)
         if not filters:
             return documents
         return [d for d in documents if document_matches_filter(filters=filters, document=d)]
@@ -169,13 +167,12 @@ class BM25DocumentStore:
             if not isinstance(document, Document):
                 raise ValueError(f"write_documents expects a list of Documents; item #{i} is a {type(document).__name__}")
         index = self._ready()
-        assert self._tokenize is not None
-        terms = dict(zip((d.id for d in documents), self._tokenize([d.content or "" for d in documents])))
+        terms = dict(zip((d.id for d in documents), self._tokenizer([d.content or "" for d in documents])))
         with self._lock:
             accepted = self._apply_policy(index, documents, DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy)
             index.delete([doc_id for doc_id in accepted if doc_id in index])
             index.add(list(accepted), [terms[doc_id] for doc_id in accepted])
-            self._docs.update(accepted)
+            self._documents.put(accepted)
             if accepted:
                 self._autosave()
         return len(accepted)
@@ -197,8 +194,7 @@ class BM25DocumentStore:
         """Delete documents by id; unknown ids are ignored. Deleted documents vanish from the next search."""
         with self._lock:
             deleted = self._ready().delete(list(document_ids))
-            for doc_id in document_ids:
-                self._docs.pop(doc_id, None)
+            self._documents.drop(list(document_ids))
             if deleted:
                 self._autosave()
 
@@ -222,9 +218,7 @@ class BM25DocumentStore:
         """
         with self._lock:
             documents = self.filter_documents(filters)
-            for document in documents:
-                self._docs[document.id] = replace(document, meta={**document.meta, **meta})
-            self._masks.clear()
+            self._documents.put({d.id: replace(d, meta={**d.meta, **meta}) for d in documents})
             if documents:
                 self._autosave()
             return len(documents)
@@ -233,15 +227,14 @@ class BM25DocumentStore:
         """Empty the store (the saved index at ``path`` stays until the next save)."""
         with self._lock:
             self._ready().clear()
-            self._docs = {}
-            self._table = None
+            self._documents.clear()
             self._autosave()
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
         """Documents with these ids, in this order; ids the store does not hold are left out."""
         with self._lock:
             index = self._ready()
-            return self._documents([doc_id for doc_id in ids if doc_id in index], cache=False)
+            return self._documents.get([doc_id for doc_id in ids if doc_id in index])
 
     def bm25_retrieval(self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10) -> list[Document]:
         """Best ``top_k`` documents for ``query`` (see ``bm25_retrieval_batch``)."""
@@ -267,18 +260,17 @@ class BM25DocumentStore:
         for i, query in enumerate(queries):
             check_query(query, f"queries[{i}]")
         check_top_k(top_k)
-        _check_filter_syntax(filters)
+        check_filters(filters)
         index = self._ready()
-        assert self._tokenize is not None
-        terms = self._tokenize(queries)
+        terms = self._tokenizer(queries)
         with self._lock:
             snapshot = index.snapshot()
-            main_accept, delta_accept = self._filter_masks(snapshot, filters) if filters else (None, None)
+            main_accept, delta_accept = self._documents.filter_masks(snapshot, filters) if filters else (None, None)
         hits = snapshot.search(terms, top_k, n_threads, main_accept, delta_accept)
-        with self._lock:
+        with self._lock:  # a document deleted since the snapshot is no longer returned
             ids = list(dict.fromkeys(doc_id for query_hits in hits for doc_id, _ in query_hits if doc_id in index))
-            found = dict(zip(ids, self._documents(ids, cache=False)))
-        return [[_hit(found[doc_id], score) for doc_id, score in query_hits if doc_id in found] for query_hits in hits]
+            found = dict(zip(ids, self._documents.get(ids)))
+        return [[as_hit(found[doc_id], score) for doc_id, score in query_hits if doc_id in found] for query_hits in hits]
 
     def save(self, path: str | None = None) -> None:
         """
@@ -296,7 +288,7 @@ class BM25DocumentStore:
             main = index.snapshot().main
             generation = write_generation(Path(target), lambda directory: self._write(directory, main))
             if main is not None and self._settings["document_store_path"] is None:
-                self._table = JsonlDocumentTable(generation, main.ids)
+                self._documents.use_table(JsonlDocumentTable(generation, main.ids))
 
     def _autosave(self) -> None:
         """Save after a mutation when ``autosave`` is on and the store has a ``path``."""
@@ -309,7 +301,7 @@ class BM25DocumentStore:
         if main is not None:
             main.save(directory)
             if shared is None:
-                write_documents_file(directory, self._documents(main.ids, cache=False))
+                write_documents_file(directory, self._documents.get(main.ids))
         return {
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "documents": main.n_docs if main else 0,
@@ -334,51 +326,11 @@ class BM25DocumentStore:
         given = {"lang": self.lang, "tokenizer": self.tokenizer, "method": self.method, "k1": self.k1, "b": self.b,
                  "delta": self.delta, "document_store_path": self.document_store_path}
         manifest_file = generation / MANIFEST if generation else None
-        self._settings = resolve_settings(given, manifest, manifest_file)
-        settings = self._settings
-        self._tokenize = BM25Tokenizer(settings["lang"], settings["tokenizer"])
+        settings = self._settings = resolve_settings(given, manifest, manifest_file)
+        self._tokenizer = BM25Tokenizer(settings["lang"], settings["tokenizer"])
         params = BM25Params(settings["method"], settings["k1"], settings["b"], settings["delta"], self.backend)
         main = MainSegment.load(generation, params) if generation and manifest["documents"] else None
         if main is not None:
             shared = settings["document_store_path"]
-            self._table = SharedDocumentTable(shared) if shared else JsonlDocumentTable(generation, main.ids)
+            self._documents.use_table(SharedDocumentTable(shared) if shared else JsonlDocumentTable(generation, main.ids))
         self._index = BM25Index(params, self.compaction_ratio, main)
-
-    def _documents(self, ids: list[str], cache: bool) -> list[Document]:
-        """Documents by id from memory, else from the saved table (kept in memory when ``cache``)."""
-        missing = [doc_id for doc_id in ids if doc_id not in self._docs]
-        fetched = dict(zip(missing, self._table.get(missing))) if missing and self._table else {}
-        if cache:
-            self._docs.update(fetched)
-        return [self._docs[doc_id] if doc_id in self._docs else fetched[doc_id] for doc_id in ids]
-
-    def _filter_masks(self, snapshot: IndexSnapshot, filters: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """Which main rows and delta rows match ``filters``, cached per index version and filter."""
-        key = (snapshot.version, json.dumps(filters, sort_keys=True, default=str))
-        if key not in self._masks:
-            if len(self._masks) >= _MASK_CACHE_SIZE:
-                self._masks.pop(next(iter(self._masks)))
-            self._masks[key] = (self._mask(snapshot.main.ids if snapshot.main else None, filters, snapshot.alive),
-                                self._mask(snapshot.delta.ids if snapshot.delta else None, filters, None))
-        return self._masks[key]
-
-    def _mask(self, ids: list[str] | None, filters: dict[str, Any], alive: np.ndarray | None) -> np.ndarray | None:
-        """Boolean mask over ``ids``: live (per ``alive``) and matching ``filters``."""
-        if ids is None:
-            return None
-        rows = np.flatnonzero(alive) if alive is not None else np.arange(len(ids))
-        mask = np.zeros(len(ids), dtype=bool)
-        documents = self._documents([ids[r] for r in rows], cache=True)
-        mask[rows] = [document_matches_filter(filters=filters, document=d) for d in documents]
-        return mask
-
-
-def _hit(document: Document, score: float) -> Document:
-    """A new Document for a search hit: the stored one with its BM25 score and ``retrieval_type``."""
-    return replace(document, score=score, meta={**document.meta, "retrieval_type": "sparse"})
-
-
-def _check_filter_syntax(filters: dict[str, Any] | None) -> None:
-    """Reject a filter that is neither a condition nor a logical group before scanning documents."""
-    if filters and "operator" not in filters and "conditions" not in filters:
-        raise ValueError("Invalid filter syntax: a filter needs 'operator' (and 'field'/'value' or 'conditions')")

@@ -51,14 +51,17 @@ class IndexSnapshot:
         return self.main.search(ids, k, mask, n_threads)
 
     def _merge(self, main: Hits, delta: Hits, k: int) -> list[tuple[str, float]]:
-        """Interleave both segments' hits by score; on equal scores main rows come first."""
-        pairs: list[tuple[str, float]] = []
-        if self.main is not None:
-            pairs += [(self.main.ids[r], float(s)) for r, s in zip(*main)]
-        if self.delta is not None:
-            pairs += [(self.delta.ids[r], float(s)) for r, s in zip(*delta)]
-        pairs.sort(key=lambda pair: -pair[1])
+        """Interleave both segments' hits (each already best first) by score; on equal scores main rows first."""
+        pairs = _pairs(self.main.ids, main) if self.main is not None else []
+        if self.delta is not None and len(delta[0]):
+            pairs += _pairs(self.delta.ids, delta)
+            pairs.sort(key=lambda pair: -pair[1])
         return pairs[:k]
+
+
+def _pairs(ids: list[str], hits: Hits) -> list[tuple[str, float]]:
+    """(document id, score) for a segment's hits."""
+    return [(ids[row], score) for row, score in zip(hits[0].tolist(), hits[1].tolist())]
 
 
 _NO_HITS: Hits = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
@@ -104,9 +107,10 @@ class BM25Index:
         """Add new documents (ids not yet present) to the delta; new terms extend the vocabulary."""
         with self._lock:
             vocab = self._vocab
+            for term in {t for doc_terms in terms for t in doc_terms}.difference(vocab):
+                vocab[term] = len(vocab)
             for doc_id, doc_terms in zip(doc_ids, terms):
-                token_ids = [vocab.setdefault(t, len(vocab)) for t in doc_terms]
-                self._delta[doc_id] = np.array(token_ids, dtype=np.int32)
+                self._delta[doc_id] = np.fromiter(map(vocab.__getitem__, doc_terms), dtype=np.int32, count=len(doc_terms))
             self._changed(delta=True)
 
     def delete(self, doc_ids: list[str]) -> int:
@@ -147,15 +151,22 @@ class BM25Index:
             if not ids:
                 self._set_main(None, {})
             else:
-                used, inverse = np.unique(np.concatenate(token_lists), return_inverse=True)
-                terms = np.empty(len(self._vocab), dtype=object)
-                terms[list(self._vocab.values())] = list(self._vocab.keys())
-                vocab = {term: new_id for new_id, term in enumerate(terms[used].tolist())}
-                split = np.split(inverse.astype(np.int32), np.cumsum([len(t) for t in token_lists])[:-1])
-                self._set_main(MainSegment.build(ids, split, vocab, self.params), vocab)
+                token_lists, vocab = self._drop_unused_terms(token_lists)
+                self._set_main(MainSegment.build(ids, token_lists, vocab, self.params), vocab)
             self._delta = {}
             self.full_builds += 1
             self._changed(delta=True)
+
+    def _drop_unused_terms(self, token_lists: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, int]]:
+        """Renumber terms 0..n-1 over those the live documents still use (deleted documents leave gaps)."""
+        lengths = [len(t) for t in token_lists]
+        flat = np.concatenate(token_lists)
+        used = np.bincount(flat, minlength=len(self._vocab)) > 0
+        if used.all():
+            return token_lists, self._vocab
+        new_id = (np.cumsum(used) - 1).astype(np.int32)
+        vocab = {term: int(new_id[old]) for term, old in self._vocab.items() if used[old]}
+        return np.split(new_id[flat], np.cumsum(lengths)[:-1]), vocab
 
     def has_pending_changes(self) -> bool:
         """Whether the delta or the deletion mask holds anything a compaction would fold in."""

@@ -7,7 +7,9 @@ written after that build go to the delta segment, which we score ourselves (``bm
 statistics of main + delta, and which is cheap to rebuild because it stays a small fraction of the main one.
 """
 
+import contextlib
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,8 @@ from components.stores.bm25_persistence import load_array, load_json
 # A main-segment hit must beat the score of a document that matches no query term (zero, except for
 # BM25L/BM25+ whose missing terms still weigh something) by this relative margin, to absorb float32 rounding.
 _FLOOR_MARGIN = 1e-6
+# Numba's fallback "workqueue" threading layer aborts the process if two threads launch parallel kernels at once.
+_PARALLEL_NUMBA = threading.Lock()
 
 Hits = tuple[np.ndarray, np.ndarray]
 """Row numbers within a segment and their scores, best first."""
@@ -53,10 +57,17 @@ class MainSegment:
 
     @classmethod
     def build(cls, ids: list[str], token_lists: list[np.ndarray], vocab: dict[str, int], params: BM25Params) -> "MainSegment":
-        """Build a bm25s index over documents given as arrays of term ids into ``vocab`` (ids 0..len-1)."""
-        bm25 = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta, backend=params.backend)
-        lists = [t.tolist() for t in token_lists]
-        bm25.index((lists, vocab), create_empty_token=False, show_progress=False)
+        """
+        Build a bm25s index over documents given as arrays of term ids into ``vocab`` (ids 0..len-1).
+
+        The build itself always runs on bm25s' numpy path: its numba path JIT-compiles a new matrix builder for
+        every BM25 object (seconds each time), which would make every compaction slow. ``backend`` only
+        selects how queries are scored, through numba functions compiled once per process.
+        """
+        bm25 = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta, backend="numpy")
+        # bm25s keeps (and saves) the vocabulary it is given: a copy, since the store's own grows with new writes
+        bm25.index(([t.tolist() for t in token_lists], dict(vocab)), create_empty_token=False, show_progress=False)
+        bm25.backend = params.backend
         offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
         np.cumsum([len(t) for t in token_lists], out=offsets[1:])
         tokens = np.concatenate(token_lists).astype(np.int32) if token_lists else np.zeros(0, dtype=np.int32)
@@ -79,10 +90,12 @@ class MainSegment:
         if not known:
             return hits
         ids = [restricted[i] for i in known]
-        rows, scores = self.bm25.retrieve(
-            [q.tolist() for q in ids], k=min(k, self.n_docs), weight_mask=mask, n_threads=n_threads,
-            show_progress=False, return_as="tuple",
-        )
+        parallel_numba = self.bm25.backend == "numba" and n_threads not in (0, 1)
+        with _PARALLEL_NUMBA if parallel_numba else contextlib.nullcontext():
+            rows, scores = self.bm25.retrieve(
+                [q.tolist() for q in ids], k=min(k, self.n_docs), weight_mask=mask, n_threads=n_threads,
+                show_progress=False, return_as="tuple",
+            )
         nonoccurrence = self.bm25.nonoccurrence_array
         for j, i in enumerate(known):
             floor = float(nonoccurrence[ids[j]].sum()) if nonoccurrence is not None else 0.0

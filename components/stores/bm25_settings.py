@@ -27,7 +27,7 @@ _RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
 
 def validate_init(*, lang: str | None, tokenizer: str | None, method: str | None, k1: float | None, b: float | None,
                   delta: float | None, backend: str, compaction_ratio: float, path: str | None,
-                  document_store_path: str | None) -> None:
+                  document_store_path: str | None, autosave: bool) -> None:
     """Raise ValueError naming the first parameter outside its allowed range."""
     if lang is not None and lang not in LANGUAGES:
         raise ValueError(f"lang must be one of {', '.join(LANGUAGES)}; got {lang!r}")
@@ -42,6 +42,8 @@ def validate_init(*, lang: str | None, tokenizer: str | None, method: str | None
     for name, value in (("path", path), ("document_store_path", document_store_path)):
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"{name} must be a non-empty directory path string or None; got {value!r}")
+    if not isinstance(autosave, bool):
+        raise ValueError(f"autosave must be True or False; got {autosave!r}")
 
 
 def _check_number(name: str, value: Any) -> None:
@@ -67,6 +69,12 @@ def check_top_k(top_k: Any) -> None:
     """Refuse a top_k that is not an integer >= 1."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be an integer >= 1; got {top_k!r}")
+
+
+def check_filters(filters: dict[str, Any] | None) -> None:
+    """Reject a filter that is neither a condition nor a logical group before any document is scanned."""
+    if filters and "operator" not in filters and "conditions" not in filters:
+        raise ValueError("Invalid filter syntax: a filter needs 'operator' (and 'field'/'value' or 'conditions')")
 
 
 def resolve_settings(given: dict[str, Any], manifest: dict[str, Any] | None, manifest_file: Path | None) -> dict[str, Any]:

@@ -56,7 +56,7 @@ class BM25Tokenizer:
         validate_tokenizer_settings(lang, tokenizer)
         self.lang = lang
         self.tokenizer = tokenizer
-        self._function: Callable[[str], list[str]] | None = None
+        self._batch: Callable[[list[str]], list[list[str]]] | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -65,17 +65,21 @@ class BM25Tokenizer:
 
     def warm_up(self) -> None:
         """Load the stemmer, jieba's dictionary or the user function now rather than on the first text."""
-        if self._function is None:
-            self._function = self._build()
+        if self._batch is None:
+            self._batch = self._build()
 
     def __call__(self, texts: list[str]) -> list[list[str]]:
         """Return the terms of each text, in order; repeated terms are kept (they count as term frequency)."""
         self.warm_up()
-        function = self._function
-        assert function is not None
+        assert self._batch is not None
+        return self._batch(texts)
+
+    def _build(self) -> Callable[[list[str]], list[list[str]]]:
+        """The batch function for these settings: the user's import path, or the built-in one for ``lang``."""
         if self.tokenizer is None:
-            return [function(text) for text in texts]
-        return [self._checked_user_terms(function, text, i) for i, text in enumerate(texts)]
+            return {"en": _english, "zh": _chinese, "character": _characters}[self.lang]()
+        function = _import_function(self.tokenizer)
+        return lambda texts: [self._checked_user_terms(function, text, i) for i, text in enumerate(texts)]
 
     def _checked_user_terms(self, function: Callable[[str], list[str]], text: str, i: int) -> list[str]:
         """Call the user function and make sure it kept its contract, naming the text that broke it."""
@@ -85,12 +89,6 @@ class BM25Tokenizer:
                 f"tokenizer {self.tokenizer} must return list[str]; for text #{i} it returned {type(terms).__name__}"
             )
         return terms
-
-    def _build(self) -> Callable[[str], list[str]]:
-        """The function for these settings: the user's import path, or the built-in one for ``lang``."""
-        if self.tokenizer is not None:
-            return _import_function(self.tokenizer)
-        return {"en": _english, "zh": _chinese, "character": _characters}[self.lang]()
 
 
 def _import_function(import_path: str) -> Callable[[str], list[str]]:
@@ -109,21 +107,24 @@ def _import_function(import_path: str) -> Callable[[str], list[str]]:
     return target
 
 
-def _english() -> Callable[[str], list[str]]:
-    """Lower-case, split into 2+ character words, drop English stopwords, Snowball-stem."""
+def _english() -> Callable[[list[str]], list[list[str]]]:
+    """Lower-case, split into 2+ character words, drop English stopwords, Snowball-stem (each word once)."""
     import Stemmer
     from bm25s.stopwords import STOPWORDS_EN
 
     stopwords = frozenset(STOPWORDS_EN)
     stem_words = Stemmer.Stemmer("english").stemWords
 
-    def tokenize(text: str) -> list[str]:
-        return stem_words([w for w in _EN_WORD.findall(text.lower()) if w not in stopwords])
+    def tokenize(texts: list[str]) -> list[list[str]]:
+        words = [[w for w in _EN_WORD.findall(text.lower()) if w not in stopwords] for text in texts]
+        unique = list({w for text_words in words for w in text_words})
+        stem_of = dict(zip(unique, stem_words(unique)))
+        return [list(map(stem_of.__getitem__, text_words)) for text_words in words]
 
     return tokenize
 
 
-def _chinese() -> Callable[[str], list[str]]:
+def _chinese() -> Callable[[list[str]], list[list[str]]]:
     """jieba search-mode segmentation, lower-cased, without punctuation and Chinese/English stopwords."""
     import jieba
     from bm25s.stopwords import STOPWORDS_EN
@@ -138,10 +139,10 @@ def _chinese() -> Callable[[str], list[str]]:
         terms = (t.strip().lower() for t in jieba.cut_for_search(text))
         return [t for t in terms if t and t not in stopwords and _HAS_WORD_CHAR.search(t)]
 
-    return tokenize
+    return lambda texts: [tokenize(text) for text in texts]
 
 
-def _characters() -> Callable[[str], list[str]]:
+def _characters() -> Callable[[list[str]], list[list[str]]]:
     """CJK runs become character unigrams plus overlapping bigrams; other word runs become lower-cased words."""
 
     def tokenize(text: str) -> list[str]:
@@ -154,4 +155,4 @@ def _characters() -> Callable[[str], list[str]]:
                 terms.append(run)
         return terms
 
-    return tokenize
+    return lambda texts: [tokenize(text) for text in texts]
