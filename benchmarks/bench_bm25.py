@@ -44,7 +44,8 @@ def load_scifact() -> tuple[list[Document], list[str]]:
         corpus = [json.loads(line) for line in f]
     with open(SCIFACT / "queries.jsonl", encoding="utf-8") as f:
         queries = {q["_id"]: q["text"] for q in map(json.loads, f)}
-    test_ids = dict.fromkeys(line.split("\t")[0] for line in (SCIFACT / "qrels" / "test.tsv").read_text().splitlines()[1:])
+    qrels = (SCIFACT / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    test_ids = dict.fromkeys(line.split("\t")[0] for line in qrels)
     documents = [Document(id=d["_id"], content=f"{d['title']} {d['text']}") for d in corpus]
     return documents, [queries[q] for q in test_ids]
 
@@ -64,14 +65,18 @@ def synthesize(documents: list[Document], n: int, seed: int = 0) -> list[Documen
     return out
 
 
-def best_seconds(action: Callable[[], object], rounds: int = ROUNDS) -> float:
-    """Fastest of ``rounds`` timed runs (the machine is shared: the minimum is the least disturbed)."""
-    times = []
+def best_seconds(*actions: Callable[[], object], rounds: int = ROUNDS) -> list[float]:
+    """
+    Fastest of ``rounds`` timed runs of each action, the actions taking turns within every round: the machine
+    is shared, so the minimum is the least disturbed run, and alternating exposes both sides to the same load.
+    """
+    times: list[list[float]] = [[] for _ in actions]
     for _ in range(rounds):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for action, spent in zip(actions, times):
+            start = time.perf_counter()
+            action()
+            spent.append(time.perf_counter() - start)
+    return [min(spent) for spent in times]
 
 
 class RawBM25s:
@@ -82,7 +87,8 @@ class RawBM25s:
         self.stemmer = Stemmer.Stemmer("english")
         self.retriever = bm25s.BM25(method="lucene", k1=0.9, b=0.4, backend=backend)
         start = time.perf_counter()
-        tokens = bm25s.tokenize([d.content for d in documents], stopwords="en", stemmer=self.stemmer, show_progress=False)
+        texts = [d.content for d in documents]
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self.stemmer, show_progress=False)
         self.retriever.index(tokens, show_progress=False)
         self.index_seconds = time.perf_counter() - start
 
@@ -102,9 +108,11 @@ def ours_index(documents: list[Document], backend: str) -> tuple[BM25DocumentSto
 
 
 def compile_numba_paths(documents: list[Document], backend: str) -> None:
-    """Run bm25s' serial and parallel search once on a tiny index: numba compiles them once per process."""
-    tiny = RawBM25s(documents[:20], backend)
-    tiny.search(["warm up"]), tiny.search(["warm up", "the compiler"], n_threads=-1)
+    """Compile bm25s' numba scorers (serial, parallel, with and without mask) once, outside every timing."""
+    tiny = BM25DocumentStore(backend=backend)
+    tiny.write_documents(documents[:20])
+    tiny.warm_up()
+    tiny.warm_up(n_threads=-1)
 
 
 def compare_backend(documents: list[Document], queries: list[str], backend: str, size: str) -> list[dict]:
@@ -114,10 +122,10 @@ def compare_backend(documents: list[Document], queries: list[str], backend: str,
     store, ours_seconds = ours_index(documents, backend)
     single, batch = BM25Retriever(store, top_k=10), BM25BatchRetriever(store, top_k=10, n_threads=-1)
     n_docs, n_queries = len(documents), len(queries)
-    raw_single = best_seconds(lambda: [raw.search([q]) for q in queries])
-    ours_single = best_seconds(lambda: [single.run(query=q) for q in queries])
-    raw_batch = best_seconds(lambda: raw.search(queries, n_threads=-1))
-    ours_batch = best_seconds(lambda: batch.run(queries=queries))
+    raw_single, ours_single = best_seconds(
+        lambda: [raw.search([q]) for q in queries], lambda: [single.run(query=q) for q in queries]
+    )
+    raw_batch, ours_batch = best_seconds(lambda: raw.search(queries, n_threads=-1), lambda: batch.run(queries=queries))
     label = f"{backend}, {n_docs:,} docs"
     rows = [
         _row(f"index ({label})", n_docs / ours_seconds, n_docs / raw.index_seconds, "docs/s",
@@ -145,8 +153,8 @@ def compare_in_memory(documents: list[Document], queries: list[str]) -> dict:
     peer = InMemoryBM25Retriever(in_memory, top_k=10)
     store, _ = ours_index(documents, "numpy")
     ours = BM25Retriever(store, top_k=10)
-    peer_seconds = best_seconds(lambda: [peer.run(query=q) for q in subset], rounds=1)
-    ours_seconds = best_seconds(lambda: [ours.run(query=q) for q in subset])
+    (peer_seconds,) = best_seconds(lambda: [peer.run(query=q) for q in subset], rounds=1)
+    (ours_seconds,) = best_seconds(lambda: [ours.run(query=q) for q in subset])
     return _row(f"single query vs InMemoryBM25Retriever ({len(documents):,} docs)", len(subset) / ours_seconds,
                 len(subset) / peer_seconds, "queries/s", f"first {len(subset)} SciFact test queries; target >= 100x")
 

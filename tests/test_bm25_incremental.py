@@ -16,10 +16,8 @@ WORDS = [f"w{i}" for i in range(400)]
 def synthetic_docs(n: int, seed: int, prefix: str) -> list[Document]:
     """Documents of 20-60 common words plus one marker word unique to each document."""
     rng = random.Random(seed)
-    return [
-        Document(id=f"{prefix}{i}", content=" ".join(rng.choices(WORDS, k=rng.randint(20, 60)) + [f"marker{prefix}{i}"]))
-        for i in range(n)
-    ]
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(20, 60)) + [f"marker{prefix}{i}"]) for i in range(n)]
+    return [Document(id=f"{prefix}{i}", content=text) for i, text in enumerate(texts)]
 
 
 def test_hundred_writes_and_deletes_are_searchable_without_a_full_rebuild() -> None:

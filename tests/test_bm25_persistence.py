@@ -2,6 +2,7 @@
 
 import json
 import os
+from dataclasses import replace
 import signal
 import subprocess
 import sys
@@ -63,7 +64,8 @@ def test_tokenizer_and_bm25_settings_travel_with_the_index(tmp_path: Path) -> No
     loaded = BM25DocumentStore(path=path)
     assert loaded.settings["lang"] == "zh" and loaded.settings["k1"] == 1.2
     assert [d.id for d in loaded.bm25_retrieval("熊猫吃什么")] == ["1"]
-    with pytest.raises(ValueError, match=r"lang='en' contradicts the index saved in .*manifest.json, built with lang='zh'"):
+    contradiction = r"lang='en' contradicts the index saved in .*manifest.json, built with lang='zh'"
+    with pytest.raises(ValueError, match=contradiction):
         BM25DocumentStore(path=path, lang="en").count_documents()
     with pytest.raises(ValueError, match="k1=0.9 contradicts"):
         BM25DocumentStore(path=path, k1=0.9).count_documents()
@@ -158,13 +160,17 @@ def _damage_size(path: Path) -> None:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda p: (generation(p) / "data.csc.index.npy").unlink(), r"data\.csc\.index\.npy: missing \(listed in .*manifest\.json\)"),
-        (lambda p: _damage_size(generation(p) / "indices.csc.index.npy"), r"indices\.csc\.index\.npy: corrupted, \d+ bytes where"),
+        (lambda p: (generation(p) / "data.csc.index.npy").unlink(),
+         r"data\.csc\.index\.npy: missing \(listed in .*manifest\.json\)"),
+        (lambda p: _damage_size(generation(p) / "indices.csc.index.npy"),
+         r"indices\.csc\.index\.npy: corrupted, \d+ bytes where"),
         (lambda p: (generation(p) / "manifest.json").write_text("{not json"), r"manifest\.json: corrupted JSON"),
         (lambda p: (p / "CURRENT").write_text("gen-000042\n"), r"gen-000042: missing, although .*CURRENT names it"),
         (lambda p: (p / "CURRENT").write_text("garbage\n"), r"CURRENT: corrupted, expected a generation name"),
-        (lambda p: (p / "CURRENT").unlink(), r"CURRENT: missing, although .* holds saved generation\(s\) \['gen-000001'\]"),
-        (lambda p: (p / "notes.txt").write_text("x") and (p / "CURRENT").unlink(), r"CURRENT: missing, so .* is not a BM25 index"),
+        (lambda p: (p / "CURRENT").unlink(),
+         r"CURRENT: missing, although .* holds saved generation\(s\) \['gen-000001'\]"),
+        (lambda p: (p / "notes.txt").write_text("x") and (p / "CURRENT").unlink(),
+         r"CURRENT: missing, so .* is not a BM25 index"),
     ],
 )
 def test_damaged_index_directories_are_reported_with_the_file(saved: Path, damage, message: str) -> None:
@@ -206,7 +212,7 @@ def test_documents_can_live_only_in_the_sibling_faiss_store(tmp_path: Path) -> N
     """With document_store_path, the BM25 generation holds ids only and hits are read from the FAISS store."""
     from components.stores.faiss_document_store import FAISSDocumentStore
 
-    embedded = [Document(id=d.id, content=d.content, meta=d.meta, embedding=[1.0, float(i), 0.5]) for i, d in enumerate(DOCS)]
+    embedded = [replace(d, embedding=[1.0, float(i), 0.5]) for i, d in enumerate(DOCS)]
     FAISSDocumentStore(path=str(tmp_path / "dense")).write_documents(embedded)
     BM25DocumentStore(path=str(tmp_path / "bm25"), document_store_path=str(tmp_path / "dense")).write_documents(DOCS)
     assert not (generation(tmp_path / "bm25") / "documents.jsonl").exists()
@@ -222,5 +228,6 @@ def test_a_sibling_store_missing_a_document_is_reported(tmp_path: Path) -> None:
 
     FAISSDocumentStore(path=str(tmp_path / "dense")).write_documents(DOCS[:2])
     BM25DocumentStore(path=str(tmp_path / "bm25"), document_store_path=str(tmp_path / "dense")).write_documents(DOCS)
-    with pytest.raises(DocumentStoreError, match=r"document store at .*dense \(document_store_path\) lacks documents .*'mars'"):
+    lacks = r"document store at .*dense \(document_store_path\) lacks documents .*'mars'"
+    with pytest.raises(DocumentStoreError, match=lacks):
         BM25DocumentStore(path=str(tmp_path / "bm25")).bm25_retrieval("red planet")

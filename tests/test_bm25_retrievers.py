@@ -70,7 +70,8 @@ def test_filter_policy_merge_combines_init_and_runtime_filters(store: BM25Docume
     """MERGE keeps the init filter and adds the runtime one; REPLACE drops the init filter."""
     topic = {"field": "meta.topic", "operator": "==", "value": 0}
     year = {"field": "meta.year", "operator": "==", "value": 2000}
-    merged = BM25Retriever(store, filters=topic, top_k=60, filter_policy=FilterPolicy.MERGE).run("volcano", filters=year)
+    merging = BM25Retriever(store, filters=topic, top_k=60, filter_policy=FilterPolicy.MERGE)
+    merged = merging.run("volcano", filters=year)
     replaced = BM25Retriever(store, filters=topic, top_k=60).run("volcano", filters=year)
     assert {(d.meta["topic"], d.meta["year"]) for d in merged["documents"]} == {(0, 2000)}
     assert {d.meta["topic"] for d in replaced["documents"]} == {0, 1, 2, 3}
@@ -96,7 +97,8 @@ def test_a_query_over_one_mebibyte_is_refused_with_the_limit(store: BM25Document
     """1,048,576 characters pass; one more is refused with the limit in the message (and its position in a batch)."""
     assert BM25Retriever(store).run(query="volcano " * 131072)["documents"]
     too_long = "x" * 1_048_577
-    with pytest.raises(ValueError, match=r"query is 1,048,577 characters long; the limit is 1,048,576 characters \(1 MiB\)"):
+    limit = r"query is 1,048,577 characters long; the limit is 1,048,576 characters \(1 MiB\)"
+    with pytest.raises(ValueError, match=limit):
         BM25Retriever(store).run(query=too_long)
     with pytest.raises(ValueError, match=r"queries\[1\] is 1,048,577 characters long; the limit is 1,048,576"):
         BM25BatchRetriever(store).run(queries=["ok", too_long])

@@ -48,7 +48,9 @@ class BM25BatchRetriever:
             raise TypeError(f"document_store must be a BM25DocumentStore, got {type(document_store).__name__}")
         check_top_k(top_k)
         if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < -1:
-            raise ValueError(f"n_threads must be an integer >= -1 (-1 = all cores, 0 = calling thread); got {n_threads!r}")
+            raise ValueError(
+                f"n_threads must be an integer >= -1 (-1 = all cores, 0 = calling thread); got {n_threads!r}"
+            )
         self.document_store = document_store
         self.filters = filters
         self.top_k = top_k
@@ -87,7 +89,9 @@ class BM25BatchRetriever:
         top_k = self.top_k if top_k is None else top_k
         check_top_k(top_k)
         filters = apply_filter_policy(self.filter_policy, self.filters, filters)
-        documents = self.document_store.bm25_retrieval_batch(queries, filters=filters, top_k=top_k, n_threads=self.n_threads)
+        documents = self.document_store.bm25_retrieval_batch(
+            queries, filters=filters, top_k=top_k, n_threads=self.n_threads
+        )
         return {"documents": documents}
 
     @component.output_types(documents=list[list[Document]])

@@ -70,7 +70,9 @@ class BM25Retriever:
         self.document_store.warm_up()
 
     @component.output_types(documents=list[Document])
-    def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None) -> dict[str, list[Document]]:
+    def run(
+        self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[Document]]:
         """
         Retrieve the best documents for ``query``.
 

@@ -165,11 +165,14 @@ class BM25DocumentStore:
             raise ValueError(f"write_documents expects a list of Documents, got {type(documents).__name__}")
         for i, document in enumerate(documents):
             if not isinstance(document, Document):
-                raise ValueError(f"write_documents expects a list of Documents; item #{i} is a {type(document).__name__}")
+                raise ValueError(
+                    f"write_documents expects a list of Documents; item #{i} is a {type(document).__name__}"
+                )
         index = self._ready()
         terms = dict(zip((d.id for d in documents), self._tokenizer([d.content or "" for d in documents])))
         with self._lock:
-            accepted = self._apply_policy(index, documents, DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy)
+            policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy
+            accepted = self._apply_policy(index, documents, policy)
             index.delete([doc_id for doc_id in accepted if doc_id in index])
             index.add(list(accepted), [terms[doc_id] for doc_id in accepted])
             self._documents.put(accepted)
@@ -270,7 +273,7 @@ class BM25DocumentStore:
         with self._lock:  # a document deleted since the snapshot is no longer returned
             ids = list(dict.fromkeys(doc_id for query_hits in hits for doc_id, _ in query_hits if doc_id in index))
             found = dict(zip(ids, self._documents.get(ids)))
-        return [[as_hit(found[doc_id], score) for doc_id, score in query_hits if doc_id in found] for query_hits in hits]
+        return [[as_hit(found[i], score) for i, score in query_hits if i in found] for query_hits in hits]
 
     def save(self, path: str | None = None) -> None:
         """
@@ -332,5 +335,6 @@ class BM25DocumentStore:
         main = MainSegment.load(generation, params) if generation and manifest["documents"] else None
         if main is not None:
             shared = settings["document_store_path"]
-            self._documents.use_table(SharedDocumentTable(shared) if shared else JsonlDocumentTable(generation, main.ids))
+            table = SharedDocumentTable(shared) if shared else JsonlDocumentTable(generation, main.ids)
+            self._documents.use_table(table)
         self._index = BM25Index(params, self.compaction_ratio, main)

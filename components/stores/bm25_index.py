@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from components.stores.bm25_segments import BM25Params, DeltaSegment, Hits, MainSegment
+from components.stores.bm25_segments import NO_HITS, BM25Params, DeltaSegment, Hits, MainSegment
 
 
 @dataclass(frozen=True)
@@ -36,15 +36,16 @@ class IndexSnapshot:
     def search(self, queries: list[list[str]], k: int, n_threads: int = 0, main_accept: np.ndarray | None = None,
                delta_accept: np.ndarray | None = None) -> list[list[tuple[str, float]]]:
         """Best ``k`` (id, score) pairs per query (terms), merged over both segments, best first."""
-        ids = [np.array([self.vocab[t] for t in q if t in self.vocab], dtype=np.int64) for q in queries]
+        vocab = self.vocab
+        ids = [[vocab[t] for t in q if t in vocab] for q in queries]
         main_hits = self._main_hits(ids, k, n_threads, main_accept)
-        delta_hits = self.delta.search(ids, k, delta_accept) if self.delta else [_NO_HITS] * len(ids)
+        delta_hits = self.delta.search(ids, k, delta_accept) if self.delta else [NO_HITS] * len(ids)
         return [self._merge(m, d, k) for m, d in zip(main_hits, delta_hits)]
 
-    def _main_hits(self, ids: list[np.ndarray], k: int, n_threads: int, accept: np.ndarray | None) -> list[Hits]:
+    def _main_hits(self, ids: list[list[int]], k: int, n_threads: int, accept: np.ndarray | None) -> list[Hits]:
         """Search the main segment with deleted (and, with ``accept``, filtered-out) rows masked to zero."""
         if self.main is None:
-            return [_NO_HITS] * len(ids)
+            return [NO_HITS] * len(ids)
         mask = None
         if accept is not None or not bool(self.alive.all()):
             mask = (self.alive if accept is None else self.alive & accept).astype(np.float32)
@@ -62,9 +63,6 @@ class IndexSnapshot:
 def _pairs(ids: list[str], hits: Hits) -> list[tuple[str, float]]:
     """(document id, score) for a segment's hits."""
     return [(ids[row], score) for row, score in zip(hits[0].tolist(), hits[1].tolist())]
-
-
-_NO_HITS: Hits = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
 
 class BM25Index:
@@ -110,7 +108,8 @@ class BM25Index:
             for term in {t for doc_terms in terms for t in doc_terms}.difference(vocab):
                 vocab[term] = len(vocab)
             for doc_id, doc_terms in zip(doc_ids, terms):
-                self._delta[doc_id] = np.fromiter(map(vocab.__getitem__, doc_terms), dtype=np.int32, count=len(doc_terms))
+                token_ids = map(vocab.__getitem__, doc_terms)
+                self._delta[doc_id] = np.fromiter(token_ids, dtype=np.int32, count=len(doc_terms))
             self._changed(delta=True)
 
     def delete(self, doc_ids: list[str]) -> int:

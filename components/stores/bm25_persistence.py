@@ -48,7 +48,9 @@ def current_generation(root: Path) -> Path | None:
         names = sorted(p.name for p in root.iterdir() if p.name != f"{POINTER}.tmp")
         strangers = [n for n in names if not _GENERATION.match(n)]
         if strangers:
-            raise DocumentStoreError(f"{pointer}: missing, so {root} is not a BM25 index directory (it holds {strangers[:5]})")
+            raise DocumentStoreError(
+                f"{pointer}: missing, so {root} is not a BM25 index directory (it holds {strangers[:5]})"
+            )
         complete = [n for n in names if not n.endswith(".partial")]
         if complete:
             raise DocumentStoreError(
@@ -59,7 +61,9 @@ def current_generation(root: Path) -> Path | None:
     name = pointer.read_text(encoding="utf-8", errors="replace").strip()
     match = _GENERATION.match(name)
     if match is None or match.group(2):
-        raise DocumentStoreError(f"{pointer}: corrupted, expected a generation name like 'gen-000001', got {name[:40]!r}")
+        raise DocumentStoreError(
+            f"{pointer}: corrupted, expected a generation name like 'gen-000001', got {name[:40]!r}"
+        )
     if not (root / name).is_dir():
         raise DocumentStoreError(f"{root / name}: missing, although {pointer} names it as the live generation")
     return root / name
@@ -69,7 +73,8 @@ def read_manifest(generation: Path) -> dict[str, Any]:
     """Read a generation's manifest and check its format and that every listed file has its recorded size."""
     path = generation / MANIFEST
     manifest = load_json(path)
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("files"), dict):
+    well_formed = isinstance(manifest, dict) and isinstance(manifest.get("files"), dict)
+    if not well_formed or manifest.get("format") != FORMAT:
         raise DocumentStoreError(f"{path}: corrupted, expected a '{FORMAT}' manifest with a 'files' entry")
     if manifest.get("format_version") != FORMAT_VERSION:
         raise DocumentStoreError(
@@ -134,7 +139,9 @@ def load_array(path: Path, dtype_kind: str, mmap: bool = True) -> np.ndarray:
     except (ValueError, OSError, EOFError) as exc:
         raise DocumentStoreError(f"{path}: corrupted .npy file ({exc})") from exc
     if array.ndim != 1 or array.dtype.kind != dtype_kind:
-        raise DocumentStoreError(f"{path}: corrupted, expected a 1-D array of kind {dtype_kind!r}, got {array.dtype} {array.shape}")
+        raise DocumentStoreError(
+            f"{path}: corrupted, expected a 1-D array of kind {dtype_kind!r}, got {array.dtype} {array.shape}"
+        )
     return array
 
 

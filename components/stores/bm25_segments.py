@@ -28,6 +28,7 @@ _PARALLEL_NUMBA = threading.Lock()
 
 Hits = tuple[np.ndarray, np.ndarray]
 """Row numbers within a segment and their scores, best first."""
+NO_HITS: Hits = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,9 @@ class MainSegment:
         self.total_length = int(offsets[-1])
 
     @classmethod
-    def build(cls, ids: list[str], token_lists: list[np.ndarray], vocab: dict[str, int], params: BM25Params) -> "MainSegment":
+    def build(
+        cls, ids: list[str], token_lists: list[np.ndarray], vocab: dict[str, int], params: BM25Params
+    ) -> "MainSegment":
         """
         Build a bm25s index over documents given as arrays of term ids into ``vocab`` (ids 0..len-1).
 
@@ -82,26 +85,31 @@ class MainSegment:
         """Term ids of one row, in text order."""
         return np.asarray(self.tokens[self.offsets[row] : self.offsets[row + 1]])
 
-    def search(self, queries: list[np.ndarray], k: int, mask: np.ndarray | None, n_threads: int) -> list[Hits]:
+    def search(self, queries: list[list[int]], k: int, mask: np.ndarray | None, n_threads: int) -> list[Hits]:
         """Top ``k`` rows for each query (term ids), in one bm25s call; rows with ``mask`` 0 never come back."""
-        hits: list[Hits] = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))] * len(queries)
-        restricted = [q[q < self.vocab_size] for q in queries]
-        known = [i for i, q in enumerate(restricted) if len(q)]
-        if not known:
+        hits = [NO_HITS] * len(queries)
+        known = [[t for t in q if t < self.vocab_size] for q in queries]
+        asked = [i for i, q in enumerate(known) if q]
+        if not asked:
             return hits
-        ids = [restricted[i] for i in known]
         parallel_numba = self.bm25.backend == "numba" and n_threads not in (0, 1)
         with _PARALLEL_NUMBA if parallel_numba else contextlib.nullcontext():
             rows, scores = self.bm25.retrieve(
-                [q.tolist() for q in ids], k=min(k, self.n_docs), weight_mask=mask, n_threads=n_threads,
+                [known[i] for i in asked], k=min(k, self.n_docs), weight_mask=mask, n_threads=n_threads,
                 show_progress=False, return_as="tuple",
             )
-        nonoccurrence = self.bm25.nonoccurrence_array
-        for j, i in enumerate(known):
-            floor = float(nonoccurrence[ids[j]].sum()) if nonoccurrence is not None else 0.0
-            keep = scores[j] > floor + _FLOOR_MARGIN * abs(floor)
-            hits[i] = (np.asarray(rows[j][keep], dtype=np.int64), scores[j][keep])
+        keep = scores > self._floors([known[i] for i in asked])[:, None]
+        for j, i in enumerate(asked):
+            hits[i] = (rows[j][keep[j]], scores[j][keep[j]])
         return hits
+
+    def _floors(self, queries: list[list[int]]) -> np.ndarray:
+        """Per query, the score a hit must beat: that of a document without any query term, plus rounding."""
+        nonoccurrence = self.bm25.nonoccurrence_array
+        if nonoccurrence is None:
+            return np.zeros(len(queries), dtype=np.float32)
+        floors = np.array([nonoccurrence[q].sum() for q in queries], dtype=np.float32)
+        return floors + _FLOOR_MARGIN * np.abs(floors)
 
     def save(self, directory: Path) -> None:
         """Write the bm25s files, the row ids and the term ids of each row into ``directory``."""
@@ -126,7 +134,8 @@ class MainSegment:
         ids = load_json(directory / "ids.json")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise DocumentStoreError(f"{directory / 'ids.json'}: corrupted, expected a JSON list of document ids")
-        segment = cls(bm25, ids, load_array(directory / "tokens.npy", "i"), load_array(directory / "token_offsets.npy", "i"))
+        tokens, offsets = load_array(directory / "tokens.npy", "i"), load_array(directory / "token_offsets.npy", "i")
+        segment = cls(bm25, ids, tokens, offsets)
         segment._check_consistency(directory, len(vocab))
         return segment
 
@@ -141,7 +150,9 @@ class MainSegment:
         }
         for name, broken in problems.items():
             if broken:
-                raise DocumentStoreError(f"{directory / name}: corrupted, its size disagrees with the rest of the index")
+                raise DocumentStoreError(
+                    f"{directory / name}: corrupted, its size disagrees with the rest of the index"
+                )
 
 
 class DeltaSegment:
@@ -163,9 +174,11 @@ class DeltaSegment:
         term_idf[seen] = bm25_scoring.idf(params.method, df[seen], n_docs)
         self.nonoccurrence = bm25_scoring.nonoccurrence(params.method, term_idf, params.k1, params.b, params.delta)
         avgdl = total / n_docs if total else 1.0
-        weights = term_idf[terms] * bm25_scoring.tfc(
-            params.method, tf.astype(np.float64), lengths[rows].astype(np.float64), avgdl, params.k1, params.b, params.delta
-        ) - self.nonoccurrence[terms]
+        doc_lengths = lengths[rows].astype(np.float64)
+        term_weights = bm25_scoring.tfc(
+            params.method, tf.astype(np.float64), doc_lengths, avgdl, params.k1, params.b, params.delta
+        )
+        weights = term_idf[terms] * term_weights - self.nonoccurrence[terms]
         order = np.argsort(terms, kind="stable")
         self.data = weights[order].astype(np.float32)
         self.rows = rows[order]
@@ -184,9 +197,10 @@ class DeltaSegment:
             total += main.total_length
         return n_docs, df, total
 
-    def search(self, queries: list[np.ndarray], k: int, mask: np.ndarray | None) -> list[Hits]:
+    def search(self, queries: list[list[int]], k: int, mask: np.ndarray | None) -> list[Hits]:
         """Top ``k`` rows for each query (term ids) among rows where ``mask`` is true; non-matching rows never."""
-        return [self._search_one(q[q < self.vocab_size], k, mask) for q in queries]
+        arrays = [np.array(q, dtype=np.int64) for q in queries]
+        return [self._search_one(q[q < self.vocab_size], k, mask) for q in arrays]
 
     def _search_one(self, query: np.ndarray, k: int, mask: np.ndarray | None) -> Hits:
         """Sum the query terms' columns, keep matching rows, and select the best ``k``."""

@@ -77,7 +77,9 @@ def check_filters(filters: dict[str, Any] | None) -> None:
         raise ValueError("Invalid filter syntax: a filter needs 'operator' (and 'field'/'value' or 'conditions')")
 
 
-def resolve_settings(given: dict[str, Any], manifest: dict[str, Any] | None, manifest_file: Path | None) -> dict[str, Any]:
+def resolve_settings(
+    given: dict[str, Any], manifest: dict[str, Any] | None, manifest_file: Path | None
+) -> dict[str, Any]:
     """
     The settings to use: the saved index's where one exists, else the given values or the defaults.
 
