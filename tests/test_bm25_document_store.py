@@ -73,9 +73,11 @@ def test_skip_keeps_the_first_version() -> None:
 
 
 def test_write_documents_names_the_bad_item() -> None:
-    """A non-Document in the list is refused with its position."""
+    """A non-Document in the list is refused with its position; a non-list with its type."""
     with pytest.raises(ValueError, match="item #1 is a str"):
         BM25DocumentStore().write_documents([Document(content="ok"), "not a document"])
+    with pytest.raises(ValueError, match="write_documents expects a list of Documents, got tuple"):
+        BM25DocumentStore().write_documents((Document(content="ok"),))
 
 
 @pytest.mark.parametrize(

@@ -125,6 +125,8 @@ def test_other_bad_inputs_are_refused(store: BM25DocumentStore) -> None:
         BM25BatchRetriever(store).run(queries="volcano")
     with pytest.raises(ValueError, match="n_threads must be an integer >= -1"):
         BM25BatchRetriever(store, n_threads=-2)
+    with pytest.raises(ValueError, match="Invalid filter syntax: a filter needs 'operator'"):
+        BM25Retriever(store).run(query="volcano", filters={"field": "meta.topic", "value": 1})
 
 
 def test_bm25_plus_does_not_return_documents_without_a_query_term() -> None:
