@@ -2,7 +2,7 @@
 
 import pytest
 from haystack import Document
-from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.document_stores.errors import DuplicateDocumentError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.testing.document_store import (
     CountDocumentsByFilterTest,
@@ -70,6 +70,15 @@ def test_skip_keeps_the_first_version() -> None:
     store.write_documents([Document(id="x", content="volcano eruption lava")])
     assert store.write_documents([Document(id="x", content="glacier ice")], policy=DuplicatePolicy.SKIP) == 0
     assert store.bm25_retrieval("glacier") == []
+
+
+def test_get_documents_by_id_keeps_the_order_and_names_missing_ids() -> None:
+    """Documents come back in the order asked; an unknown id is an error naming it."""
+    store = BM25DocumentStore()
+    store.write_documents([Document(id="a", content="alpha"), Document(id="b", content="beta")])
+    assert [d.id for d in store.get_documents_by_id(["b", "a"])] == ["b", "a"]
+    with pytest.raises(MissingDocumentError, match=r"1 of the ids are not in this store, e.g. \['zzz'\]"):
+        store.get_documents_by_id(["a", "zzz"])
 
 
 def test_write_documents_names_the_bad_item() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
-from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.document_stores.errors import DuplicateDocumentError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
@@ -234,10 +234,13 @@ class BM25DocumentStore:
             self._autosave()
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
-        """Documents with these ids, in this order; ids the store does not hold are left out."""
+        """Documents by id, in the order asked; raises MissingDocumentError naming ids that are not stored."""
         with self._lock:
             index = self._ready()
-            return self._documents.get([doc_id for doc_id in ids if doc_id in index])
+            missing = [doc_id for doc_id in ids if doc_id not in index]
+            if missing:
+                raise MissingDocumentError(f"{len(missing)} of the ids are not in this store, e.g. {missing[:5]}")
+            return self._documents.get(list(ids))
 
     def bm25_retrieval(self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10) -> list[Document]:
         """Best ``top_k`` documents for ``query`` (see ``bm25_retrieval_batch``)."""

@@ -81,10 +81,6 @@ class MainSegment:
         """Number of rows, deleted ones included (they keep counting in the statistics until compaction)."""
         return len(self.ids)
 
-    def row_tokens(self, row: int) -> np.ndarray:
-        """Term ids of one row, in text order."""
-        return np.asarray(self.tokens[self.offsets[row] : self.offsets[row + 1]])
-
     def search(self, queries: list[list[int]], k: int, mask: np.ndarray | None, n_threads: int) -> list[Hits]:
         """Top ``k`` rows for each query (term ids), in one bm25s call; rows with ``mask`` 0 never come back."""
         hits = [NO_HITS] * len(queries)
