@@ -30,8 +30,8 @@ from haystack.utils import ComponentDevice  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
-# Built models live in the repo (git-ignored): the local ranker refuses model dirs under /tmp, as mxRAG does.
-MODEL_DIR = REPO / ".pytest-models" / "bench-minilm-cross-encoder"
+# Built models live in the user's cache: the local ranker refuses model dirs under /tmp, as mxRAG does.
+MODEL_DIR = Path.home() / ".cache" / "needle" / "bench-models" / "bench-minilm-cross-encoder"
 SIZES = {"small": (100, 1, 3), "large": (1000, 5, 3)}  # passages, queries, timed rounds
 
 

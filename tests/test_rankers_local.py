@@ -1,7 +1,7 @@
 """LocalCrossEncoderRanker on real (tiny, self-built) models: a random-head MiniLM cross-encoder (BERT family) and a
 random XLM-RoBERTa classifier with 514 position embeddings (the bge-reranker family's layout).
 
-Model directories are built under the repo's git-ignored ``.pytest-models/``: the ranker refuses model dirs under
+Model directories are built under tests/model_home.py's MODELS (the user's cache): the ranker refuses model dirs under
 /tmp (mxRAG's rule), so pytest's tmp_path cannot hold them.
 """
 
@@ -19,7 +19,7 @@ from haystack.utils import ComponentDevice
 import components  # noqa: F401 - registers our modules with Haystack's deserialization allowlist
 from components.rankers import LocalCrossEncoderRanker, create_reranker
 
-MODELS = Path(__file__).resolve().parent.parent / ".pytest-models"
+from model_home import MODELS  # noqa: E402  (tests/ is on sys.path under pytest)
 QUERY = "how do cats purr"
 TEXTS = [
     "Cats purr by vibrating the muscles of the larynx.",
@@ -53,7 +53,7 @@ def minilm_cross_encoder(minilm_path: str) -> str:
 
     target = MODELS / "minilm-cross-encoder"
     if not (target / "model.safetensors").exists():
-        MODELS.mkdir(exist_ok=True)
+        MODELS.mkdir(parents=True, exist_ok=True)
         build = MODELS / "minilm-cross-encoder.building"
         shutil.rmtree(build, ignore_errors=True)
         torch.manual_seed(0)
@@ -78,7 +78,7 @@ def build_tiny_xlm_roberta(name: str, num_labels: int = 1) -> str:
     target = MODELS / name
     if (target / "model.safetensors").exists():
         return str(target)
-    MODELS.mkdir(exist_ok=True)
+    MODELS.mkdir(parents=True, exist_ok=True)
     build = MODELS / f"{name}.building"
     shutil.rmtree(build, ignore_errors=True)
     specials = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("<mask>", 0.0), ("▁", -2.0)]

@@ -1,7 +1,7 @@
 """mxRAG's model-directory rules, one test per rule, made before anything is loaded.
 
 The directories here are fake models (a few small files): the checks look at paths, modes, sizes and names only.
-They live under the repo's git-ignored ``.pytest-models/``, because /tmp itself is a refused location.
+They live under tests/model_home.py's MODELS (the user's cache), because /tmp itself is a refused location.
 """
 
 import os
@@ -14,7 +14,7 @@ import pytest
 from components.rankers import LocalCrossEncoderRanker, ModelDirError
 from components.rankers.model_dir_checks import check_model_dir, check_model_path
 
-MODELS = Path(__file__).resolve().parent.parent / ".pytest-models"
+from model_home import MODELS  # noqa: E402  (tests/ is on sys.path under pytest)
 
 
 @pytest.fixture
