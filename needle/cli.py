@@ -39,9 +39,12 @@ def cmd_index(args: argparse.Namespace) -> None:
 
 def cmd_search(args: argparse.Namespace) -> None:
     """Answer queries from an index directory; text for people, --json for scripts."""
+    import transformers.utils.logging
+
     from needle.index_dir import as_hits
     from needle.search import Searcher
 
+    transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar above the answers
     searcher = Searcher(Path(args.index_dir), mode=args.mode, top_k=args.top_k, model=args.model)
     results = searcher.search(args.queries)
     if args.json:
