@@ -11,6 +11,7 @@ from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
+from components.stores._generations import MANIFEST, Generations
 from components.stores._sqlite_document_table import SQLiteDocumentTable, encode
 from components.stores.faiss_async_twins import FAISSAsyncTwins
 from components.stores.faiss_checks import (
@@ -24,10 +25,10 @@ from components.stores.faiss_checks import (
     check_queries,
     stack_embeddings,
 )
-from components.stores.faiss_generations import MANIFEST, read_current, write_generation
 from components.stores.faiss_vector_index import FAISSVectorIndex, build_faiss_index, exact_search
 
 DOCUMENTS_FILE = "documents.sqlite"
+_GENERATIONS = Generations(kind="FAISS store", digits=8)  # gen-00000001, ...
 _TRAINING_SAMPLE = 100_000  # rows of a .npy used to train an IVF index before the bulk add
 
 
@@ -41,7 +42,7 @@ class FAISSDocumentStore(FAISSAsyncTwins):
     - Documents without embedding are stored and returned by ``filter_documents`` but never by ``search``.
     - ``search`` scores are higher-is-better: inner product, cosine similarity, or for ``l2`` the negated
       squared Euclidean distance (0 is an identical vector).
-    - With ``path`` set, the store lives in that directory (see ``faiss_generations`` for the crash-safe
+    - With ``path`` set, the store lives in that directory (see ``_generations`` for the crash-safe
       layout), is loaded lazily on first use, and with ``autosave`` every mutating call ends with ``save()``.
       One process should write a given directory at a time.
     - Every public method has an ``*_async`` twin (``FAISSAsyncTwins``) for async pipelines and Hayhooks.
@@ -106,7 +107,7 @@ class FAISSDocumentStore(FAISSAsyncTwins):
     @classmethod
     def load(cls, path: str, **overrides: Any) -> "FAISSDocumentStore":
         """Open a saved store with the metric, index_factory and embedding_dim it was built with."""
-        found = read_current(Path(path))
+        found = _GENERATIONS.read_current(Path(path))
         if found is None:
             raise DocumentStoreError(f"{Path(path) / 'CURRENT'}: missing, no saved FAISS store at {path}")
         manifest = found[1]
@@ -257,7 +258,7 @@ class FAISSDocumentStore(FAISSAsyncTwins):
             raise ValueError("save(): this FAISSDocumentStore has path=None (in memory only); give it a path")
         with self._lock:
             if self._table is not None:
-                write_generation(Path(self.path), self._write_generation)
+                _GENERATIONS.write(Path(self.path), self._write_generation)
 
     def _autosave(self) -> None:
         if self.autosave and self.path is not None:
@@ -266,7 +267,7 @@ class FAISSDocumentStore(FAISSAsyncTwins):
     def _ready(self) -> SQLiteDocumentTable:
         """The document table, loading the saved store on first use."""
         if self._table is None:
-            found = read_current(Path(self.path)) if self.path is not None else None
+            found = _GENERATIONS.read_current(Path(self.path)) if self.path is not None else None
             if found is not None:
                 self._load(*found)
             else:
