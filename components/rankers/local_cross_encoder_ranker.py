@@ -4,7 +4,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack import component, logging
 from haystack.utils import ComponentDevice
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
@@ -16,8 +16,6 @@ from components.rankers.reranker_base import (
     check_query,
     check_texts,
     check_top_k,
-    document_texts,
-    unique_documents,
 )
 
 logger = logging.getLogger(__name__)
@@ -68,6 +66,8 @@ class LocalCrossEncoderRanker(RerankerMixin):
     ranker.rerank("what is a cat?", ["a cat is a small feline", "the stock market"])  # np.ndarray, input order
     ```
     """
+
+    _init_parameters = ("model_path", "top_k", "batch_size", "device", "dev_id", "use_fp16", "activation", "max_length")
 
     def __init__(
         self,
@@ -207,39 +207,3 @@ class LocalCrossEncoderRanker(RerankerMixin):
         if self.activation == "sigmoid":
             logits = torch.sigmoid(logits)
         return logits.cpu().numpy()
-
-    @component.output_types(documents=list[Document])
-    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
-        """
-        Rank documents by relevance to the query.
-
-        :param query: the query, 1..1 MiB characters.
-        :param documents: documents to rank; later copies of the same id are dropped; each needs text content.
-        :param top_k: how many to return (1..10000); defaults to the init value.
-        :returns: ``{"documents": [...]}``, new documents with ``score`` set, best first.
-        """
-        top_k = self._resolve_top_k(top_k)
-        if not documents:
-            return {"documents": []}
-        unique = unique_documents(documents)
-        scores = self.rerank(query, document_texts(unique), self.batch_size)
-        return {"documents": self._ranked_documents(unique, scores, top_k)}
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize to a dictionary (JSON/YAML-able)."""
-        return default_to_dict(
-            self,
-            model_path=self.model_path,
-            top_k=self.top_k,
-            batch_size=self.batch_size,
-            device=self.device,
-            dev_id=self.dev_id,
-            use_fp16=self.use_fp16,
-            activation=self.activation,
-            max_length=self.max_length,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "LocalCrossEncoderRanker":
-        """Deserialize from ``to_dict``'s output (the device, if any, is restored by Haystack)."""
-        return default_from_dict(cls, data)

@@ -7,12 +7,12 @@ the usual ``run(query, documents, top_k)`` socket. The limits below are mxRAG's;
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
 import numpy as np
-from haystack import Document
+from haystack import Document, component, default_from_dict, default_to_dict
 
 QUERY_MAX_CHARS = 1024 * 1024
 TEXTS_MAX_COUNT = 1000 * 1000
@@ -115,9 +115,20 @@ def document_texts(documents: list[Document]) -> list[str]:
 
 
 class RerankerMixin:
-    """Shared implementation of ``rerank_top_k`` and of turning scores into ranked Haystack documents."""
+    """
+    Shared implementation of ``rerank_top_k``, of turning scores into ranked Haystack documents, of the ``run``
+    socket of a ranker that scores document texts with its own ``rerank``, and of ``to_dict``/``from_dict``.
+    The concrete ranker is still decorated with ``@component`` (which finds the inherited ``run``); a ranker whose
+    inputs are not document texts overrides ``run``.
+
+    ``to_dict`` serialises the init parameters named in ``_init_parameters``, each read from the attribute of the
+    same name (a Secret keeps only its env var name, a ComponentDevice its description; Haystack restores both).
+    """
 
     top_k: int
+    batch_size: int
+    _init_parameters: ClassVar[tuple[str, ...]]
+    rerank: Callable[[str, list[str], int], np.ndarray]  # the concrete ranker's scoring call, in input order
 
     def rerank_top_k(self, objs: Sequence[T], scores: np.ndarray) -> list[T]:
         """
@@ -142,7 +153,33 @@ class RerankerMixin:
         """The run-time ``top_k`` if given (checked), else the one set at init."""
         return self.top_k if top_k is None else check_top_k(top_k)
 
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
+        """
+        Rank documents by relevance to the query.
+
+        :param query: the query, 1..1 MiB characters.
+        :param documents: documents to rank; later copies of the same id are dropped; each needs text content.
+        :param top_k: how many to return (1..10000); defaults to the init value.
+        :returns: ``{"documents": [...]}``, new documents with ``score`` set, best first.
+        """
+        top_k = self._resolve_top_k(top_k)
+        if not documents:
+            return {"documents": []}
+        unique = unique_documents(documents)
+        scores = self.rerank(query, document_texts(unique), self.batch_size)
+        return {"documents": self._ranked_documents(unique, scores, top_k)}
+
     @staticmethod
     def _ranked_documents(documents: list[Document], scores: np.ndarray, top_k: int) -> list[Document]:
         """New documents with their scores, best first; the inputs are left untouched."""
         return [replace(documents[i], score=float(scores[i])) for i in top_k_order(scores, top_k)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to a dictionary (JSON/YAML-able); an API key is stored as its env var name, never in clear."""
+        return default_to_dict(self, **{name: getattr(self, name) for name in self._init_parameters})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Deserialize from ``to_dict``'s output (a Secret or ComponentDevice is restored by Haystack)."""
+        return default_from_dict(cls, data)

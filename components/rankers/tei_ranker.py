@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import httpx
 import numpy as np
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component
 from haystack.utils import Secret
 
 from components.rankers.rerank_protocol import (
@@ -74,6 +74,11 @@ class TEIRanker(RerankerMixin):
     ranker.run(query="what is a cat?", documents=docs)["documents"]
     ```
     """
+
+    _init_parameters = (
+        "url", "top_k", "batch_size", "max_batch_size", "max_concurrency", "timeout", "max_retries", "backoff",
+        "truncate", "model", "api_key", "ca_file", "client_cert", "client_key",
+    )
 
     def __init__(
         self,
@@ -257,18 +262,6 @@ class TEIRanker(RerankerMixin):
             ) from None
 
     @component.output_types(documents=list[Document])
-    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
-        """
-        Rank documents by relevance to the query.
-
-        :param query: the query, 1..1 MiB characters.
-        :param documents: documents to rank; later copies of the same id are dropped; each needs text content.
-        :param top_k: how many to return (1..10000); defaults to the init value.
-        :returns: ``{"documents": [...]}``, new documents with ``score`` set, best first.
-        """
-        return run_blocking(self.run_async(query=query, documents=documents, top_k=top_k))
-
-    @component.output_types(documents=list[Document])
     async def run_async(
         self, query: str, documents: list[Document], top_k: int | None = None
     ) -> dict[str, list[Document]]:
@@ -279,28 +272,3 @@ class TEIRanker(RerankerMixin):
         unique = unique_documents(documents)
         scores = await self.rerank_async(query, document_texts(unique), self.batch_size)
         return {"documents": self._ranked_documents(unique, scores, top_k)}
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize to a dictionary; the API key is stored as its env var name, never in clear."""
-        return default_to_dict(
-            self,
-            url=self.url,
-            top_k=self.top_k,
-            batch_size=self.batch_size,
-            max_batch_size=self.max_batch_size,
-            max_concurrency=self.max_concurrency,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            truncate=self.truncate,
-            model=self.model,
-            api_key=self.api_key,
-            ca_file=self.ca_file,
-            client_cert=self.client_cert,
-            client_key=self.client_key,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TEIRanker":
-        """Deserialize from ``to_dict``'s output (the Secret is restored by Haystack)."""
-        return default_from_dict(cls, data)

@@ -3,15 +3,16 @@
 import asyncio
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.document_stores.types import FilterPolicy, apply_filter_policy
+from haystack import Document, component
+from haystack.document_stores.types import FilterPolicy
 
+from components.retrievers._retriever_common import StoreRetrieverBase
 from components.stores.bm25_document_store import BM25DocumentStore
 from components.stores.bm25_settings import check_top_k
 
 
 @component
-class BM25BatchRetriever:
+class BM25BatchRetriever(StoreRetrieverBase):
     """
     Retrieves the best documents for each of many queries (the seed's ``bm25_search(query_list, top_k)``).
 
@@ -26,6 +27,11 @@ class BM25BatchRetriever:
     first_hits, second_hits = result["documents"]
     ```
     """
+
+    _store_type = BM25DocumentStore
+    _store_error = TypeError
+    _check_top_k = staticmethod(check_top_k)
+    _extra_init_parameters = ("n_threads",)
 
     def __init__(
         self,
@@ -44,30 +50,12 @@ class BM25BatchRetriever:
         :raises TypeError: If ``document_store`` is not a BM25DocumentStore.
         :raises ValueError: If ``top_k`` < 1 or ``n_threads`` < -1.
         """
-        if not isinstance(document_store, BM25DocumentStore):
-            raise TypeError(f"document_store must be a BM25DocumentStore, got {type(document_store).__name__}")
-        check_top_k(top_k)
+        self._set_common(document_store, filters, top_k, filter_policy)
         if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < -1:
             raise ValueError(
                 f"n_threads must be an integer >= -1 (-1 = all cores, 0 = calling thread); got {n_threads!r}"
             )
-        self.document_store = document_store
-        self.filters = filters
-        self.top_k = top_k
-        self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
         self.n_threads = n_threads
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize the retriever and its store's configuration."""
-        return default_to_dict(
-            self, document_store=self.document_store, filters=self.filters, top_k=self.top_k,
-            filter_policy=self.filter_policy.value, n_threads=self.n_threads,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BM25BatchRetriever":
-        """Deserialize a retriever (and its store) from ``to_dict`` output."""
-        return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
         """Load the store's index and tokenizer (and compile numba's parallel scorer) now, not on the first batch."""
@@ -86,9 +74,7 @@ class BM25BatchRetriever:
         :returns: ``{"documents": [[...], ...]}``: one list per query, in query order, best first.
         :raises ValueError: If a query is too long or not a string (the message gives its position), or top_k < 1.
         """
-        top_k = self.top_k if top_k is None else top_k
-        check_top_k(top_k)
-        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
+        filters, top_k = self._run_settings(filters, top_k)
         documents = self.document_store.bm25_retrieval_batch(
             queries, filters=filters, top_k=top_k, n_threads=self.n_threads
         )

@@ -3,15 +3,16 @@
 import asyncio
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.document_stores.types import FilterPolicy, apply_filter_policy
+from haystack import Document, component
+from haystack.document_stores.types import FilterPolicy
 
+from components.retrievers._retriever_common import StoreRetrieverBase
 from components.stores.bm25_document_store import BM25DocumentStore
 from components.stores.bm25_settings import check_top_k
 
 
 @component
-class BM25Retriever:
+class BM25Retriever(StoreRetrieverBase):
     """
     Retrieves the documents that best match a query with BM25 (the seed's ``bm25_search`` for one query).
 
@@ -30,6 +31,10 @@ class BM25Retriever:
     ```
     """
 
+    _store_type = BM25DocumentStore
+    _store_error = TypeError
+    _check_top_k = staticmethod(check_top_k)
+
     def __init__(
         self,
         document_store: BM25DocumentStore,
@@ -45,25 +50,7 @@ class BM25Retriever:
         :raises TypeError: If ``document_store`` is not a BM25DocumentStore.
         :raises ValueError: If ``top_k`` < 1.
         """
-        if not isinstance(document_store, BM25DocumentStore):
-            raise TypeError(f"document_store must be a BM25DocumentStore, got {type(document_store).__name__}")
-        check_top_k(top_k)
-        self.document_store = document_store
-        self.filters = filters
-        self.top_k = top_k
-        self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize the retriever and its store's configuration."""
-        return default_to_dict(
-            self, document_store=self.document_store, filters=self.filters, top_k=self.top_k,
-            filter_policy=self.filter_policy.value,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BM25Retriever":
-        """Deserialize a retriever (and its store) from ``to_dict`` output."""
-        return default_from_dict(cls, data)
+        self._set_common(document_store, filters, top_k, filter_policy)
 
     def warm_up(self) -> None:
         """Load the store's index and tokenizer now rather than on the first query."""
@@ -82,9 +69,7 @@ class BM25Retriever:
         :returns: ``{"documents": [...]}``, best first.
         :raises ValueError: If the query is too long or not a string, or ``top_k`` < 1.
         """
-        top_k = self.top_k if top_k is None else top_k
-        check_top_k(top_k)
-        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
+        filters, top_k = self._run_settings(filters, top_k)
         return {"documents": self.document_store.bm25_retrieval(query, filters=filters, top_k=top_k)}
 
     @component.output_types(documents=list[Document])

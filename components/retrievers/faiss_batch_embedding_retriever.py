@@ -4,20 +4,12 @@ import asyncio
 from typing import Any
 
 from haystack import Document, component
-from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 
-from components.retrievers.faiss_embedding_retriever import (
-    check_store,
-    check_top_k,
-    deserialize,
-    query_matrix,
-    serialize,
-)
-from components.stores.faiss_document_store import FAISSDocumentStore
+from components.retrievers.faiss_embedding_retriever import FAISSRetrieverBase
 
 
 @component
-class FAISSBatchEmbeddingRetriever:
+class FAISSBatchEmbeddingRetriever(FAISSRetrieverBase):
     """
     Retrieves the nearest documents for a batch of query embeddings (UltraRAG's ``retriever_batch_search``).
 
@@ -31,38 +23,6 @@ class FAISSBatchEmbeddingRetriever:
     ```
     """
 
-    def __init__(
-        self,
-        document_store: FAISSDocumentStore,
-        filters: dict[str, Any] | None = None,
-        top_k: int = 10,
-        filter_policy: FilterPolicy = FilterPolicy.REPLACE,
-        return_embedding: bool = False,
-    ) -> None:
-        """
-        :param document_store: the FAISSDocumentStore to search.
-        :param filters: Haystack filters applied to every query.
-        :param top_k: documents per query, at least 1.
-        :param filter_policy: REPLACE (run-time filters replace init filters) or MERGE (both apply).
-        :param return_embedding: return the documents' stored embeddings too.
-        """
-        check_store(document_store)
-        check_top_k(top_k)
-        self.document_store = document_store
-        self.filters = filters
-        self.top_k = top_k
-        self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
-        self.return_embedding = return_embedding
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the retriever and its store's settings."""
-        return serialize(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "FAISSBatchEmbeddingRetriever":
-        """Rebuild the retriever (and its store) from ``to_dict`` output."""
-        return deserialize(cls, data)
-
     @component.output_types(documents=list[list[Document]])
     def run(
         self, query_embeddings: list[list[float]], filters: dict[str, Any] | None = None, top_k: int | None = None
@@ -75,14 +35,7 @@ class FAISSBatchEmbeddingRetriever:
         :param top_k: overrides the init ``top_k`` (at least 1).
         :returns: ``{"documents": [[...], ...]}``, one best-first list per query, in query order.
         """
-        top_k = self.top_k if top_k is None else top_k
-        check_top_k(top_k)
-        if not query_embeddings:
-            return {"documents": []}
-        queries = query_matrix(query_embeddings, "query_embeddings")
-        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
-        found = self.document_store.search(queries, top_k, filters=filters, return_embedding=self.return_embedding)
-        return {"documents": found}
+        return {"documents": self._search(query_embeddings, "query_embeddings", filters, top_k)}
 
     @component.output_types(documents=list[list[Document]])
     async def run_async(

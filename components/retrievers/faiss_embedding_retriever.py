@@ -4,16 +4,11 @@ import asyncio
 from typing import Any
 
 import numpy as np
-from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.document_stores.types import FilterPolicy, apply_filter_policy
+from haystack import Document, component
+from haystack.document_stores.types import FilterPolicy
 
+from components.retrievers._retriever_common import StoreRetrieverBase
 from components.stores.faiss_document_store import FAISSDocumentStore
-
-
-def check_store(document_store: Any) -> None:
-    """Raise ValueError unless ``document_store`` is a FAISSDocumentStore."""
-    if not isinstance(document_store, FAISSDocumentStore):
-        raise ValueError(f"document_store must be a FAISSDocumentStore, got {type(document_store).__name__}")
 
 
 def check_top_k(top_k: Any) -> None:
@@ -35,41 +30,12 @@ def query_matrix(embeddings: list[list[float]], name: str) -> np.ndarray:
         raise ValueError(f"{name} must hold numbers only ({exc})") from exc
 
 
-def serialize(retriever: Any) -> dict[str, Any]:
-    """``to_dict`` shared by the FAISS retrievers (the store is serialised with its own ``to_dict``)."""
-    return default_to_dict(
-        retriever,
-        document_store=retriever.document_store,
-        filters=retriever.filters,
-        top_k=retriever.top_k,
-        filter_policy=retriever.filter_policy.value,
-        return_embedding=retriever.return_embedding,
-    )
+class FAISSRetrieverBase(StoreRetrieverBase):
+    """What the single and batch FAISS retrievers share: their store, checks and ``return_embedding``."""
 
-
-def deserialize(cls: type, data: dict[str, Any]) -> Any:
-    """``from_dict`` shared by the FAISS retrievers."""
-    init_parameters = dict(data.get("init_parameters", {}))  # a copy: the caller's dict stays serialised
-    if "filter_policy" in init_parameters:
-        init_parameters["filter_policy"] = FilterPolicy.from_str(init_parameters["filter_policy"])
-    return default_from_dict(cls, {**data, "init_parameters": init_parameters})
-
-
-@component
-class FAISSEmbeddingRetriever:
-    """
-    Retrieves the documents nearest to a query embedding from a FAISSDocumentStore.
-
-    Scores are the store's: inner product, cosine similarity, or negated squared L2 distance (higher is
-    better). Metadata filters are applied inside FAISS, so a selective filter still yields ``top_k`` hits.
-    Every document carries ``meta["retrieval_type"] = "dense"``.
-
-    ```python
-    store = FAISSDocumentStore(path="index_dir")
-    retriever = FAISSEmbeddingRetriever(store, top_k=5)
-    retriever.run(query_embedding=text_embedder.run("what is FAISS?")["embedding"])["documents"]
-    ```
-    """
+    _store_type = FAISSDocumentStore
+    _check_top_k = staticmethod(check_top_k)
+    _extra_init_parameters = ("return_embedding",)
 
     def __init__(
         self,
@@ -85,23 +51,42 @@ class FAISSEmbeddingRetriever:
         :param top_k: documents per query, at least 1.
         :param filter_policy: REPLACE (run-time filters replace init filters) or MERGE (both apply).
         :param return_embedding: return the documents' stored embeddings too.
+        :raises ValueError: if ``document_store`` is not a FAISSDocumentStore or ``top_k`` < 1.
         """
-        check_store(document_store)
-        check_top_k(top_k)
-        self.document_store = document_store
-        self.filters = filters
-        self.top_k = top_k
-        self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
+        self._set_common(document_store, filters, top_k, filter_policy)
         self.return_embedding = return_embedding
 
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the retriever and its store's settings."""
-        return serialize(self)
+    def _search(
+        self, embeddings: list[list[float]], name: str, filters: dict[str, Any] | None, top_k: int | None
+    ) -> list[list[Document]]:
+        """
+        One FAISS call for all query embeddings, with this run's filters and top_k.
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "FAISSEmbeddingRetriever":
-        """Rebuild the retriever (and its store) from ``to_dict`` output."""
-        return deserialize(cls, data)
+        :param name: the run parameter the embeddings came from, named in errors.
+        :returns: one best-first list per embedding, in order (none for no embeddings).
+        """
+        filters, top_k = self._run_settings(filters, top_k)
+        if not embeddings:
+            return []
+        queries = query_matrix(embeddings, name)
+        return self.document_store.search(queries, top_k, filters=filters, return_embedding=self.return_embedding)
+
+
+@component
+class FAISSEmbeddingRetriever(FAISSRetrieverBase):
+    """
+    Retrieves the documents nearest to a query embedding from a FAISSDocumentStore.
+
+    Scores are the store's: inner product, cosine similarity, or negated squared L2 distance (higher is
+    better). Metadata filters are applied inside FAISS, so a selective filter still yields ``top_k`` hits.
+    Every document carries ``meta["retrieval_type"] = "dense"``.
+
+    ```python
+    store = FAISSDocumentStore(path="index_dir")
+    retriever = FAISSEmbeddingRetriever(store, top_k=5)
+    retriever.run(query_embedding=text_embedder.run("what is FAISS?")["embedding"])["documents"]
+    ```
+    """
 
     @component.output_types(documents=list[Document])
     def run(
@@ -115,12 +100,7 @@ class FAISSEmbeddingRetriever:
         :param top_k: overrides the init ``top_k`` (at least 1).
         :returns: ``{"documents": [...]}``, best first, at most ``top_k``.
         """
-        top_k = self.top_k if top_k is None else top_k
-        check_top_k(top_k)
-        queries = query_matrix([query_embedding], "query_embedding")
-        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
-        found = self.document_store.search(queries, top_k, filters=filters, return_embedding=self.return_embedding)
-        return {"documents": found[0]}
+        return {"documents": self._search([query_embedding], "query_embedding", filters, top_k)[0]}
 
     @component.output_types(documents=list[Document])
     async def run_async(
