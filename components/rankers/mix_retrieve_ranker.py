@@ -15,10 +15,9 @@ error rather than silently dropped.
 
 import math
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component
 
 from components.rankers.reranker_base import RerankerMixin, check_number, check_query, check_top_k, top_k_order
 
@@ -56,6 +55,8 @@ class MixRetrieveRanker(RerankerMixin):
     ``meta["retrieval_sources"]`` (``["dense"]``, ``["sparse"]`` or both), ``meta["dense_score"]`` and/or
     ``meta["sparse_score"]`` (the raw scores) in place of ``meta["retrieval_type"]``.
     """
+
+    _init_parameters = ("top_k", "baseline", "amplitude", "slope", "midpoint")
 
     def __init__(
         self,
@@ -174,19 +175,3 @@ class MixRetrieveRanker(RerankerMixin):
             meta[f"{side}_score"] = raw[side][doc.id]
         score = sum(w[side] * normalised[side][doc.id] for side in sources)
         return replace(doc, score=score, meta=meta)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize to a dictionary (JSON/YAML-able)."""
-        return default_to_dict(
-            self,
-            top_k=self.top_k,
-            baseline=self.baseline,
-            amplitude=self.amplitude,
-            slope=self.slope,
-            midpoint=self.midpoint,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "MixRetrieveRanker":
-        """Deserialize from ``to_dict``'s output."""
-        return default_from_dict(cls, data)
