@@ -226,7 +226,9 @@ class TEIRanker(RerankerMixin):
         while True:
             try:
                 response = await client.post(self.url, json=payload)
-            except httpx.TransportError as exc:
+            except (httpx.TransportError, ssl.SSLError) as exc:
+                # TLS 1.3 reports a refused client certificate after the handshake, as an alert that
+                # httpx may surface as a bare ssl.SSLError while reading the answer.
                 if attempt == self.max_retries or _is_tls_failure(exc):
                     raise RerankServerError(
                         f"could not reach {self.url} after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}"
