@@ -13,10 +13,8 @@ embedder row).
 import argparse
 import json
 import os
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,6 +22,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from haystack import Document
 
+from _timing import median_seconds_abba  # noqa: E402
 from components.converters import JSONLCorpusReader
 from components.embedders import SentenceTransformersDocumentEmbedder
 
@@ -33,22 +32,6 @@ SIZES = {
     "large": (5183, 2),
 }  # passages, timed rounds per side (SciFact passages: ~10/s on 2 shared cores)
 BATCH_SIZE = 32
-
-
-def _median_seconds(
-    rounds: int, ours: Callable[[], object], peer: Callable[[], object], warm_up: Callable[[], object] | None = None
-) -> tuple[float, float]:
-    """Median wall time of `ours` and `peer`, run in ABBA order `rounds` times each after a warm-up."""
-    for fn in (warm_up,) if warm_up else (ours, peer):
-        fn()
-    times: dict[str, list[float]] = {"ours": [], "peer": []}
-    order = [("ours", ours), ("peer", peer)]
-    for i in range(rounds):
-        for name, fn in order if i % 2 == 0 else order[::-1]:
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return statistics.median(times["ours"]), statistics.median(times["peer"])
 
 
 def _row(benchmark: str, n: int, seconds: tuple[float, float], unit: str, note: str) -> dict:
@@ -65,7 +48,7 @@ def _reader_row(rounds: int) -> dict:
         with SCIFACT.open(encoding="utf-8") as handle:
             return [json.loads(line) for line in handle]
 
-    seconds = _median_seconds(rounds + 1, lambda: reader.run(path=str(SCIFACT)), bare)
+    seconds = median_seconds_abba(rounds + 1, lambda: reader.run(path=str(SCIFACT)), bare)
     return _row(
         "read SciFact corpus.jsonl (5183 lines)",
         5183,
@@ -86,7 +69,7 @@ def _encode_rows(n: int, rounds: int) -> list[dict]:
         )
         embedder.warm_up()
         model = embedder.embedding_backend.model
-        seconds = _median_seconds(
+        seconds = median_seconds_abba(
             rounds,
             lambda: embedder.run(documents=docs),
             lambda: model.encode(texts, batch_size=BATCH_SIZE, show_progress_bar=False, convert_to_numpy=True),

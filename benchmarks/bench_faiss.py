@@ -28,6 +28,7 @@ import faiss
 import numpy as np
 from haystack import Document
 
+from _timing import median_seconds_abba
 from components.retrievers import FAISSBatchEmbeddingRetriever, FAISSEmbeddingRetriever
 from components.stores import FAISSDocumentStore
 
@@ -53,19 +54,6 @@ def _documents(count: int) -> list[Document]:
 def _unit_vectors(count: int, seed: int) -> np.ndarray:
     vectors = np.random.default_rng(seed).standard_normal((count, DIM)).astype(np.float32)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
-def _median_seconds(rounds: int, ours: Callable[[], object], peer: Callable[[], object]) -> tuple[float, float]:
-    """Median wall time of ``ours`` and ``peer`` over ``rounds`` ABBA-ordered runs each, after a warm-up."""
-    ours(), peer()
-    times: dict[str, list[float]] = {"ours": [], "peer": []}
-    order = [("ours", ours), ("peer", peer)]
-    for i in range(rounds):
-        for name, fn in order if i % 2 == 0 else order[::-1]:
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return statistics.median(times["ours"]), statistics.median(times["peer"])
 
 
 def _paired_seconds(rounds: int, ours: Callable[[int], object], peer: Callable[[int], object], count: int) -> tuple:
@@ -117,7 +105,7 @@ def run(size: str = "small") -> list[dict]:
         )
     finally:
         faiss.omp_set_num_threads(threads)
-    batch_times = _median_seconds(
+    batch_times = median_seconds_abba(
         rounds, lambda: batch.run(query_embeddings=query_lists), lambda: raw.search(queries, TOP_K)
     )
     shape = f"{count:,} x {DIM}, top_k={TOP_K}"
