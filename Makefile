@@ -29,7 +29,7 @@ $(INF_STAMP):
 install: $(STAMP)
 
 run: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/needle index samples/python_docs.jsonl --out .needle/sample --overwrite
+	HF_HUB_OFFLINE=1 $(BIN)/needle index samples/python_docs.jsonl --out .needle/sample --bm25 --overwrite
 	HF_HUB_OFFLINE=1 $(BIN)/needle search .needle/sample "how do I parse command line arguments" "read and write zip archives" "run a function in a separate thread" --top-k 3
 
 test: $(STAMP) $(INF_STAMP)
