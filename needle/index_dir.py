@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 from haystack import Document
 
 from needle import pipeline_files as pf
@@ -60,35 +61,36 @@ class IndexManifest:
             raise NeedleError(f"corrupted index manifest {path}: {e}") from e
 
 
-def build_dense(corpus: Path, index_dir: Path, model: str, overwrite: bool) -> int:
-    """Run pipelines/dense_index.yaml into INDEX_DIR; returns the embedding dimension."""
+def build_dense(corpus: Path, index_dir: Path, model: str, overwrite: bool) -> tuple[int, int]:
+    """Run pipelines/dense_index.yaml into INDEX_DIR; returns (documents written, embedding dimension)."""
     data = pf.load_template("dense_index")
     pf.set_init_param(data, "embedder.model", model)
     pf.set_init_param(data, "embedder.embedding_path", str(index_dir / "embeddings.npy"))
     pf.set_init_param(data, "embedder.overwrite", overwrite)
     pf.set_init_param(data, "writer.document_store.path", str(index_dir / "dense"))
     shutil.rmtree(index_dir / "dense", ignore_errors=True)
-    pf.build(data).run({"reader": {"path": str(corpus)}})
-    import numpy as np
-
-    return int(np.load(index_dir / "embeddings.npy", mmap_mode="r").shape[1])
+    written = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+    return written, int(np.load(index_dir / "embeddings.npy", mmap_mode="r").shape[1])
 
 
-def build_bm25(corpus: Path, index_dir: Path, lang: str, share_documents: bool) -> None:
-    """Run pipelines/bm25_index.yaml into INDEX_DIR/bm25; with a dense part, read documents from there."""
+def build_bm25(corpus: Path, index_dir: Path, lang: str, share_documents: bool) -> int:
+    """Run pipelines/bm25_index.yaml into INDEX_DIR/bm25 (documents read from the dense part when there is one).
+
+    Returns the number of documents written.
+    """
     data = pf.load_template("bm25_index")
     pf.set_init_param(data, "writer.document_store.path", str(index_dir / "bm25"))
     pf.set_init_param(data, "writer.document_store.lang", lang)
     if share_documents:
         pf.set_init_param(data, "writer.document_store.document_store_path", str(index_dir.resolve() / "dense"))
     shutil.rmtree(index_dir / "bm25", ignore_errors=True)
-    pf.build(data).run({"reader": {"path": str(corpus)}})
+    return pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
 
 
 def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict:
     """Fill pipelines/<name>_search.yaml with this index's paths, model and top_k."""
     data = pf.load_template(f"{name}_search")
-    names = pf.component_names(data)
+    names = list(data["components"])
     if "embedder" in names:
         pf.set_init_param(data, "embedder.model", manifest.model)
     for name in names:
@@ -111,17 +113,6 @@ def save_search_pipelines(index_dir: Path, manifest: IndexManifest, modes: list[
     """Write DIR/<mode>_search.yaml for each mode, ready for `hayhooks run --pipelines-dir DIR`."""
     for mode in modes:
         pf.dump(fill_search_pipeline(index_dir, manifest, mode), index_dir / f"{mode}_search.yaml")
-
-
-def documents_count(index_dir: Path, mode: str) -> int:
-    """Number of documents in the MODE part (dense or bm25) of INDEX_DIR."""
-    if mode == "dense":
-        from components.stores.faiss_document_store import FAISSDocumentStore
-
-        return FAISSDocumentStore.load(str(index_dir / "dense")).count_documents()
-    from components.stores.bm25_document_store import BM25DocumentStore
-
-    return BM25DocumentStore(path=str(index_dir / "bm25")).count_documents()
 
 
 def as_hits(documents: list[Document]) -> list[dict]:

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from needle.index_dir import IndexManifest, NeedleError, build_bm25, build_dense, documents_count, save_search_pipelines
+from needle.index_dir import IndexManifest, NeedleError, build_bm25, build_dense, save_search_pipelines
 
 
 def build_index(
@@ -17,13 +17,13 @@ def build_index(
     modes: list[str] = []
     dim = None
     if dense:
-        dim = build_dense(corpus, out, model, overwrite)
+        count, dim = build_dense(corpus, out, model, overwrite)
         modes.append("dense")
     if bm25:
-        build_bm25(corpus, out, lang, share_documents=dense)
+        count = build_bm25(corpus, out, lang, share_documents=dense)
         modes.append("bm25")
     manifest = IndexManifest(
-        corpus=str(corpus.resolve()), documents=documents_count(out, modes[0]), modes=modes,
+        corpus=str(corpus.resolve()), documents=count, modes=modes,
         model=model if dense else None, dim=dim, bm25_lang=lang if bm25 else None,
     )
     manifest.save(out)

@@ -37,11 +37,6 @@ def set_init_param(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[keys[-1]] = value
 
 
-def component_names(data: dict[str, Any]) -> list[str]:
-    """Names of the components a pipeline dict declares."""
-    return list(data["components"])
-
-
 def build(data: dict[str, Any]) -> Pipeline:
     """Build a Pipeline from a (possibly modified) template; Hayhooks' blocks are not Haystack's concern."""
     core = {k: v for k, v in data.items() if k not in ("inputs", "outputs")}

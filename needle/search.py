@@ -54,12 +54,11 @@ class Searcher:
         data = fill_search_pipeline(self.index_dir, self.manifest, template, top_k)
         self.runner = pf.QueryPipeline(data, f"{template}_search", "queries" if self.batched else "query")
         self.pipeline = self.runner.pipeline
-        self._check_dimension()
+        if "embedder" in data["components"]:
+            self._check_dimension()
 
     def _check_dimension(self) -> None:
         """Embed a probe query and compare its size with the index's, before any real search."""
-        if "embedder" not in pf.component_names(self.pipeline.to_dict()) or self.manifest.dim is None:
-            return
         embedder = self.pipeline.get_component("embedder")
         out = embedder.run(texts=["dimension probe"]) if self.batched else embedder.run(text="dimension probe")
         dim = len(out["embeddings"][0] if self.batched else out["embedding"])
