@@ -27,9 +27,9 @@ import bm25s
 import Stemmer
 from haystack import Document
 
-from components.retrievers.bm25_batch_retriever import BM25BatchRetriever
-from components.retrievers.bm25_retriever import BM25Retriever
-from components.stores.bm25_document_store import BM25DocumentStore
+from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
+from components.retrievers.bm25.retriever import BM25Retriever
+from components.stores.bm25.document_store import BM25DocumentStore
 
 REPO = Path(__file__).resolve().parent.parent
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"

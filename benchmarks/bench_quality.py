@@ -30,7 +30,7 @@ from components.embedders import (  # noqa: E402
 )
 from components.retrievers import FAISSBatchEmbeddingRetriever  # noqa: E402
 from components.stores import FAISSDocumentStore  # noqa: E402
-from needle.evaluation import evaluate_run, load_beir, run_from_rankings  # noqa: E402
+from needle.eval import evaluate_run, load_beir, run_from_rankings  # noqa: E402
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"

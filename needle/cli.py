@@ -61,11 +61,11 @@ def cmd_search(args: argparse.Namespace) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> None:
     """Score a retrieval setup on a BEIR split; print a table, optionally save JSON, a plot, a TREC run."""
-    from needle.evaluation import EvalResult, format_table, load_results, plot
+    from needle.eval import EvalResult, format_table, load_results, plot
 
     results: list[EvalResult] = load_results(args.compare) if args.compare else []
     if args.dataset_dir:
-        from needle.eval_command import evaluate
+        from needle.eval.command import evaluate
 
         result = evaluate(
             Path(args.dataset_dir), split=args.split, mode=args.mode, model=args.model,
@@ -85,17 +85,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
-    """Serve an index directory's search pipelines with Hayhooks (this process becomes the server)."""
-    from needle.index_dir import IndexManifest
+    """Serve an index directory's search pipelines over HTTP (this process becomes the server)."""
+    from needle.serve import serve
 
-    index_dir = Path(args.index_dir)
-    IndexManifest.load(index_dir)
-    env = dict(os.environ)
-    allow = [p for p in env.get("HAYSTACK_DESERIALIZATION_ALLOWLIST", "").split(",") if p]
-    env["HAYSTACK_DESERIALIZATION_ALLOWLIST"] = ",".join([*allow, "components.*"])
-    hayhooks = str(Path(sys.executable).with_name("hayhooks"))
-    argv = [hayhooks, "run", "--host", args.host, "--port", str(args.port), "--pipelines-dir", str(index_dir)]
-    os.execve(hayhooks, argv, env)
+    serve(Path(args.index_dir), host=args.host, port=args.port, cors_origins=args.cors_origin or [])
 
 
 def parser() -> argparse.ArgumentParser:
@@ -138,10 +131,12 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--compare", nargs="+", metavar="RESULT.json", help="earlier --json results to set beside")
     ev.set_defaults(func=cmd_eval)
 
-    sv = sub.add_parser("serve", help="serve an index's search pipelines over HTTP with Hayhooks")
+    sv = sub.add_parser("serve", help="serve an index's search pipelines over HTTP with Hayhooks (query endpoints only)")
     sv.add_argument("index_dir", help="directory made by `needle index`")
-    sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=positive_int, default=1416)
+    sv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    sv.add_argument("--port", type=port_number, default=1416, help="TCP port, 1-65535 (default 1416)")
+    sv.add_argument("--cors-origin", action="append", metavar="ORIGIN",
+                    help="allow browser pages from ORIGIN (repeatable); default: no CORS headers at all")
     sv.set_defaults(func=cmd_serve)
     return p
 
@@ -151,6 +146,14 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 1-65535."""
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port in [1, 65535], got {value}")
     return value
 
 

@@ -15,7 +15,7 @@ from haystack.testing.document_store import (
     WriteDocumentsTest,
 )
 
-from components.stores.bm25_document_store import BM25DocumentStore
+from components.stores.bm25.document_store import BM25DocumentStore
 
 
 class TestBM25DocumentStoreProtocol(
@@ -115,5 +115,5 @@ def test_to_dict_from_dict_round_trip(tmp_path) -> None:
     store = BM25DocumentStore(path=str(tmp_path), lang="zh", method="bm25+", k1=1.2, b=0.75, delta=1.0,
                               backend="numba", compaction_ratio=0.5, document_store_path="/x/dense", autosave=False)
     data = store.to_dict()
-    assert data["type"] == "components.stores.bm25_document_store.BM25DocumentStore"
+    assert data["type"] == "components.stores.bm25.document_store.BM25DocumentStore"
     assert BM25DocumentStore.from_dict(data).to_dict() == data

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from components.stores.bm25_document_store import BM25DocumentStore
-from components.stores.bm25_tokenizers import BM25Tokenizer
+from components.stores.bm25.document_store import BM25DocumentStore
+from components.stores.bm25.tokenizers import BM25Tokenizer
 
 WORDS = [f"w{i}" for i in range(400)]
 

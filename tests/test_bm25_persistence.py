@@ -15,7 +15,7 @@ import pytest
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.stores.bm25_document_store import BM25DocumentStore
+from components.stores.bm25.document_store import BM25DocumentStore
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [
@@ -103,7 +103,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     from haystack import Document
-    from components.stores.bm25_document_store import BM25DocumentStore
+    from components.stores.bm25.document_store import BM25DocumentStore
 
     store = BM25DocumentStore(path=sys.argv[1], autosave=False)
     store.write_documents([Document(id=f"d{i}", content=f"base document {i} " + "filler text " * 40)
@@ -210,7 +210,7 @@ def test_a_missing_path_starts_an_empty_store(tmp_path: Path) -> None:
 
 def test_documents_can_live_only_in_the_sibling_faiss_store(tmp_path: Path) -> None:
     """With document_store_path, the BM25 generation holds ids only and hits are read from the FAISS store."""
-    from components.stores.faiss_document_store import FAISSDocumentStore
+    from components.stores.faiss.document_store import FAISSDocumentStore
 
     embedded = [replace(d, embedding=[1.0, float(i), 0.5]) for i, d in enumerate(DOCS)]
     FAISSDocumentStore(path=str(tmp_path / "dense")).write_documents(embedded)
@@ -224,7 +224,7 @@ def test_documents_can_live_only_in_the_sibling_faiss_store(tmp_path: Path) -> N
 
 def test_a_sibling_store_missing_a_document_is_reported(tmp_path: Path) -> None:
     """If the FAISS store lacks a document the BM25 index holds, the error names the path and the id."""
-    from components.stores.faiss_document_store import FAISSDocumentStore
+    from components.stores.faiss.document_store import FAISSDocumentStore
 
     FAISSDocumentStore(path=str(tmp_path / "dense")).write_documents(DOCS[:2])
     BM25DocumentStore(path=str(tmp_path / "bm25"), document_store_path=str(tmp_path / "dense")).write_documents(DOCS)

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from components.retrievers.bm25_batch_retriever import BM25BatchRetriever
-from components.stores.bm25_document_store import BM25DocumentStore
+from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
+from components.stores.bm25.document_store import BM25DocumentStore
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -7,9 +7,9 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.document_stores.types import FilterPolicy
 
-from components.retrievers.bm25_batch_retriever import BM25BatchRetriever
-from components.retrievers.bm25_retriever import BM25Retriever
-from components.stores.bm25_document_store import BM25DocumentStore
+from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
+from components.retrievers.bm25.retriever import BM25Retriever
+from components.stores.bm25.document_store import BM25DocumentStore
 
 TOPICS = ["volcano lava eruption", "glacier ice melting", "coral reef fish", "desert sand dunes"]
 

@@ -3,8 +3,8 @@
 import pytest
 from haystack import Document
 
-from components.stores.bm25_document_store import BM25DocumentStore
-from components.stores.bm25_tokenizers import BM25Tokenizer
+from components.stores.bm25.document_store import BM25DocumentStore
+from components.stores.bm25.tokenizers import BM25Tokenizer
 
 
 def test_english_lowercases_drops_stopwords_and_stems() -> None:

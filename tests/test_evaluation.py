@@ -14,7 +14,7 @@ from typing import Callable
 
 import pytest
 
-from needle.evaluation import (
+from needle.eval import (
     DatasetError,
     EvalResult,
     ResultFileError,

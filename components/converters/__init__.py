@@ -1,5 +1,21 @@
-"""Converters: corpus files to Haystack Documents."""
+"""Converters: corpus files to Haystack Documents.
 
-from components.converters.jsonl_corpus_reader import CorpusFormatError, JSONLCorpusReader, iter_corpus
+Submodules import on first use (Haystack's LazyImporter pattern), so importing one component never
+loads the heavy libraries (torch, faiss, bm25s) of the others.
+"""
 
-__all__ = ["CorpusFormatError", "JSONLCorpusReader", "iter_corpus"]
+import sys
+from typing import TYPE_CHECKING
+
+from lazy_imports import LazyImporter
+
+_import_structure = {
+    "jsonl_corpus_reader": ["CorpusFormatError", "JSONLCorpusReader", "iter_corpus"],
+}
+
+if TYPE_CHECKING:
+    from .jsonl_corpus_reader import CorpusFormatError as CorpusFormatError
+    from .jsonl_corpus_reader import JSONLCorpusReader as JSONLCorpusReader
+    from .jsonl_corpus_reader import iter_corpus as iter_corpus
+else:
+    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

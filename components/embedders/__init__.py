@@ -1,17 +1,29 @@
-"""Embedders: sentence-transformers query, batch-query and document embedders, and the .npy embedding file."""
+"""Embedders: sentence-transformers query, batch-query and document embedders, and the .npy embedding file.
 
-from components.embedders.embedding_file import EmbeddingFileError, load_embeddings, save_embeddings
-from components.embedders.model_resolver import resolve_model
-from components.embedders.sentence_transformers_batch_text_embedder import SentenceTransformersBatchTextEmbedder
-from components.embedders.sentence_transformers_document_embedder import SentenceTransformersDocumentEmbedder
-from components.embedders.sentence_transformers_text_embedder import SentenceTransformersTextEmbedder
+Submodules import on first use (Haystack's LazyImporter pattern), so importing one component never
+loads the heavy libraries (torch, faiss, bm25s) of the others.
+"""
 
-__all__ = [
-    "EmbeddingFileError",
-    "SentenceTransformersBatchTextEmbedder",
-    "SentenceTransformersDocumentEmbedder",
-    "SentenceTransformersTextEmbedder",
-    "load_embeddings",
-    "resolve_model",
-    "save_embeddings",
-]
+import sys
+from typing import TYPE_CHECKING
+
+from lazy_imports import LazyImporter
+
+_import_structure = {
+    "embedding_file": ["EmbeddingFileError", "load_embeddings", "save_embeddings"],
+    "model_resolver": ["resolve_model"],
+    "sentence_transformers_batch_text_embedder": ["SentenceTransformersBatchTextEmbedder"],
+    "sentence_transformers_document_embedder": ["SentenceTransformersDocumentEmbedder"],
+    "sentence_transformers_text_embedder": ["SentenceTransformersTextEmbedder"],
+}
+
+if TYPE_CHECKING:
+    from .embedding_file import EmbeddingFileError as EmbeddingFileError
+    from .embedding_file import load_embeddings as load_embeddings
+    from .embedding_file import save_embeddings as save_embeddings
+    from .model_resolver import resolve_model as resolve_model
+    from .sentence_transformers_batch_text_embedder import SentenceTransformersBatchTextEmbedder as SentenceTransformersBatchTextEmbedder
+    from .sentence_transformers_document_embedder import SentenceTransformersDocumentEmbedder as SentenceTransformersDocumentEmbedder
+    from .sentence_transformers_text_embedder import SentenceTransformersTextEmbedder as SentenceTransformersTextEmbedder
+else:
+    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

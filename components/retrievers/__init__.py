@@ -1,6 +1,23 @@
-"""Retrievers components."""
+"""Retrievers: FAISS embedding retrievers and BM25 retrievers, single query and batch, one subpackage per backend.
 
-from components.retrievers.faiss_batch_embedding_retriever import FAISSBatchEmbeddingRetriever  # noqa: F401
-from components.retrievers.faiss_embedding_retriever import FAISSEmbeddingRetriever  # noqa: F401
-from components.retrievers.bm25_batch_retriever import BM25BatchRetriever  # noqa: F401
-from components.retrievers.bm25_retriever import BM25Retriever  # noqa: F401
+Submodules import on first use (Haystack's LazyImporter pattern), so importing one component never
+loads the heavy libraries (torch, faiss, bm25s) of the others.
+"""
+
+import sys
+from typing import TYPE_CHECKING
+
+from lazy_imports import LazyImporter
+
+_import_structure = {
+    "faiss": ["FAISSEmbeddingRetriever", "FAISSBatchEmbeddingRetriever"],
+    "bm25": ["BM25Retriever", "BM25BatchRetriever"],
+}
+
+if TYPE_CHECKING:
+    from .faiss import FAISSEmbeddingRetriever as FAISSEmbeddingRetriever
+    from .faiss import FAISSBatchEmbeddingRetriever as FAISSBatchEmbeddingRetriever
+    from .bm25 import BM25Retriever as BM25Retriever
+    from .bm25 import BM25BatchRetriever as BM25BatchRetriever
+else:
+    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

@@ -1,4 +1,21 @@
-"""Stores components."""
+"""Document stores: FAISS (dense vectors + SQLite documents) and BM25 (bm25s), one subpackage per backend.
 
-from components.stores.faiss_document_store import FAISSDocumentStore  # noqa: F401
-from components.stores.bm25_document_store import BM25DocumentStore  # noqa: F401
+Submodules import on first use (Haystack's LazyImporter pattern), so importing one component never
+loads the heavy libraries (torch, faiss, bm25s) of the others.
+"""
+
+import sys
+from typing import TYPE_CHECKING
+
+from lazy_imports import LazyImporter
+
+_import_structure = {
+    "faiss": ["FAISSDocumentStore"],
+    "bm25": ["BM25DocumentStore"],
+}
+
+if TYPE_CHECKING:
+    from .faiss import FAISSDocumentStore as FAISSDocumentStore
+    from .bm25 import BM25DocumentStore as BM25DocumentStore
+else:
+    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

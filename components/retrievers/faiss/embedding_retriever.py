@@ -7,8 +7,8 @@ import numpy as np
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
-from components.retrievers._retriever_common import StoreRetrieverBase
-from components.stores.faiss_document_store import FAISSDocumentStore
+from components.retrievers.retriever_common import StoreRetrieverBase
+from components.stores.faiss.document_store import FAISSDocumentStore
 
 
 def check_top_k(top_k: Any) -> None:

@@ -5,7 +5,7 @@ from typing import Any
 
 from haystack import Document, component
 
-from components.retrievers.faiss_embedding_retriever import FAISSRetrieverBase
+from components.retrievers.faiss.embedding_retriever import FAISSRetrieverBase
 
 
 @component

@@ -25,6 +25,8 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 
+from components.stores.directory_lock import LOCK_FILE
+
 POINTER = "CURRENT"
 MANIFEST = "manifest.json"
 
@@ -38,11 +40,14 @@ class Generations:
     :param digits: width of the generation number in directory names; fixed per store by directories
         already saved (FAISS 8, BM25 6), so it must not change.
     :param stamp: manifest fields every generation is written with and must carry when read (a format tag).
+    :param keep: older complete generations kept after a switch, so that a reader which read ``CURRENT``
+        just before it changed can still open the generation it was pointed at (0: remove them at once).
     """
 
     kind: str
     digits: int
     stamp: dict[str, Any] = field(default_factory=dict)
+    keep: int = 0
 
     def current(self, root: Path) -> Path | None:
         """
@@ -120,10 +125,17 @@ class Generations:
         _fsync(staged)
         os.replace(staged, root / POINTER)
         _fsync(root)
-        for entry in root.iterdir():
-            if entry.name != final.name and self._match(entry.name):
-                shutil.rmtree(entry, ignore_errors=True)
+        self.remove_stale(root, live=final.name)
         return final
+
+    def remove_stale(self, root: Path, live: str) -> None:
+        """Remove leftovers of interrupted saves and the complete generations older than the ``keep`` newest."""
+        entries = [(m, p) for p in root.iterdir() if (m := self._match(p.name)) and p.name != live]
+        complete = sorted((int(m.group(1)) for m, _ in entries if not m.group(2)), reverse=True)
+        kept = {self._name(number) for number in complete[: self.keep]}
+        for _, entry in entries:
+            if entry.name not in kept:
+                shutil.rmtree(entry, ignore_errors=True)
 
     def _check_pointerless(self, root: Path) -> None:
         """
@@ -133,7 +145,7 @@ class Generations:
         overwrite data at the next save.
         """
         pointer = root / POINTER
-        names = sorted(p.name for p in root.iterdir() if p.name != f"{POINTER}.tmp")
+        names = sorted(p.name for p in root.iterdir() if p.name not in (f"{POINTER}.tmp", LOCK_FILE))
         strangers = [n for n in names if not self._match(n)]
         if strangers:
             raise DocumentStoreError(

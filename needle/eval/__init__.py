@@ -7,18 +7,18 @@ Typical use (the CLI does exactly this)::
     scores = evaluate_run(run, dataset.qrels)                 # nDCG@10, Recall@10/100, MRR@10, MAP@100
     result = EvalResult.from_scores(scores, name="bm25", dataset=dataset.name, split=dataset.split,
                                     mode="bm25", queries_per_second=qps, index_build_seconds=build_s)
-    result.save("bm25.json")                                  # schema: see needle.eval_report
+    result.save("bm25.json")                                  # schema: see needle.eval.report
     print(format_table(load_results(["bm25.json", "dense.json"])))
     plot([bm25, dense], "compare.png")
 
-The parts live in ``needle.eval_beir`` (dataset), ``needle.eval_metrics`` (pytrec_eval scoring and why
-not ranx), ``needle.eval_report`` (result, JSON schema, tables) and ``needle.eval_plot`` (PNG).
+The parts live in ``needle.eval.beir`` (dataset), ``needle.eval.metrics`` (pytrec_eval scoring and why
+not ranx), ``needle.eval.report`` (result, JSON schema, tables) and ``needle.eval.plot`` (PNG).
 """
 
-from needle.eval_beir import BeirDataset, DatasetError, load_beir
-from needle.eval_metrics import HEADLINE_METRICS, RunScores, evaluate_run, run_from_rankings
-from needle.eval_plot import plot
-from needle.eval_report import (
+from needle.eval.beir import BeirDataset, DatasetError, load_beir
+from needle.eval.metrics import HEADLINE_METRICS, RunScores, evaluate_run, run_from_rankings
+from needle.eval.plot import plot
+from needle.eval.report import (
     EvalResult,
     ResultFileError,
     format_markdown_table,

@@ -6,9 +6,9 @@ from typing import Any
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
-from components.retrievers._retriever_common import StoreRetrieverBase
-from components.stores.bm25_document_store import BM25DocumentStore
-from components.stores.bm25_settings import check_top_k
+from components.retrievers.retriever_common import StoreRetrieverBase
+from components.stores.bm25.document_store import BM25DocumentStore
+from components.stores.bm25.settings import check_top_k
 
 
 @component
@@ -21,7 +21,7 @@ class BM25BatchRetriever(StoreRetrieverBase):
     ``meta["retrieval_type"] = "sparse"``; empty for an empty or stopword-only query).
 
     ```python
-    from components.retrievers.bm25_batch_retriever import BM25BatchRetriever
+    from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
 
     result = BM25BatchRetriever(store, top_k=5).run(queries=["first question", "second question"])
     first_hits, second_hits = result["documents"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from needle.eval_report import EvalResult
+from needle.eval.report import EvalResult
 
 FIGURE_INCHES = (12.0, 4.8)
 DPI = 110

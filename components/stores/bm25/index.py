@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from components.stores.bm25_segments import NO_HITS, BM25Params, DeltaSegment, Hits, MainSegment
+from components.stores.bm25.segments import NO_HITS, BM25Params, DeltaSegment, Hits, MainSegment
 
 
 @dataclass(frozen=True)

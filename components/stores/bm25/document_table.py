@@ -17,7 +17,7 @@ import numpy as np
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError, MissingDocumentError
 
-from components.stores.bm25_persistence import load_array
+from components.stores.bm25.persistence import load_array
 
 DOCUMENTS = "documents.jsonl"
 OFFSETS = "documents.offsets.npy"
@@ -111,7 +111,7 @@ class SharedDocumentTable:
     def _sibling(self) -> Any:
         """Open the FAISS store the first time a document is needed."""
         if self._store is None:
-            from components.stores.faiss_document_store import FAISSDocumentStore
+            from components.stores.faiss.document_store import FAISSDocumentStore
 
             self._store = FAISSDocumentStore.load(self.path)
         return self._store

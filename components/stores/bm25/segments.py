@@ -17,8 +17,8 @@ import bm25s
 import numpy as np
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.stores import bm25_scoring
-from components.stores.bm25_persistence import load_array, load_json
+from components.stores.bm25 import scoring as bm25_scoring
+from components.stores.bm25.persistence import load_array, load_json
 
 # A main-segment hit must beat the score of a document that matches no query term (zero, except for
 # BM25L/BM25+ whose missing terms still weigh something) by this relative margin, to absorb float32 rounding.

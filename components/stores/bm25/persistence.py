@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.stores._generations import MANIFEST, Generations, load_json
+from components.stores.crash_safe_generations import MANIFEST, Generations, load_json
 
 __all__ = ["MANIFEST", "current_generation", "load_array", "load_json", "read_manifest", "write_generation"]
 

@@ -129,7 +129,7 @@ def _chinese() -> Callable[[list[str]], list[list[str]]]:
     import jieba
     from bm25s.stopwords import STOPWORDS_EN
 
-    from components.stores.tokenizers_zh_stopwords import STOPWORDS_ZH
+    from components.stores.bm25.zh_stopwords import STOPWORDS_ZH
 
     jieba.setLogLevel(logging.WARNING)
     jieba.initialize()

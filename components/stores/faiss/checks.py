@@ -9,7 +9,7 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 
-from components.stores.faiss_vector_index import METRICS, build_faiss_index
+from components.stores.faiss.vector_index import METRICS, build_faiss_index
 
 FORMAT = "needle-faiss-store/1"
 _PROBE_DIMS = (384, 768, 1024, 96)  # dims tried to validate index_factory before the real dim is known

@@ -12,13 +12,13 @@ from haystack.document_stores.errors import DuplicateDocumentError, MissingDocum
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
-from components.stores.bm25_document_table import JsonlDocumentTable, SharedDocumentTable, write_documents_file
-from components.stores.bm25_documents import StoredDocuments, as_hit
-from components.stores.bm25_index import BM25Index
-from components.stores.bm25_persistence import MANIFEST, current_generation, read_manifest, write_generation
-from components.stores.bm25_segments import BM25Params, MainSegment
-from components.stores.bm25_settings import check_filters, check_query, check_top_k, resolve_settings, validate_init
-from components.stores.bm25_tokenizers import BM25Tokenizer
+from components.stores.bm25.document_table import JsonlDocumentTable, SharedDocumentTable, write_documents_file
+from components.stores.bm25.documents import StoredDocuments, as_hit
+from components.stores.bm25.index import BM25Index
+from components.stores.bm25.persistence import MANIFEST, current_generation, read_manifest, write_generation
+from components.stores.bm25.segments import BM25Params, MainSegment
+from components.stores.bm25.settings import check_filters, check_query, check_top_k, resolve_settings, validate_init
+from components.stores.bm25.tokenizers import BM25Tokenizer
 
 
 class BM25DocumentStore:
@@ -31,7 +31,7 @@ class BM25DocumentStore:
     contradicts the saved index is an error, because its weights and terms were computed with the saved ones.
 
     Writes and deletes are incremental: they are searchable by the next query without rebuilding the whole
-    index (see ``components.stores.bm25_index`` for when it rebuilds and what that does to scores). Documents
+    index (see ``components.stores.bm25.index`` for when it rebuilds and what that does to scores). Documents
     are kept in memory once written; a loaded store reads them from its directory as hits need them, or from
     the FAISS store at ``document_store_path`` so that both indexes share one copy of the corpus.
     """

@@ -9,8 +9,8 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.stores.bm25_scoring import METHODS
-from components.stores.bm25_tokenizers import LANGUAGES, validate_tokenizer_settings
+from components.stores.bm25.scoring import METHODS
+from components.stores.bm25.tokenizers import LANGUAGES, validate_tokenizer_settings
 
 DEFAULTS: dict[str, Any] = {
     "lang": "en", "tokenizer": None, "method": "lucene", "k1": 0.9, "b": 0.4, "delta": 0.5, "document_store_path": None,

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from needle.eval_metrics import HEADLINE_METRICS, RECALL_CURVE_DEPTH, RunScores
+from needle.eval.metrics import HEADLINE_METRICS, RECALL_CURVE_DEPTH, RunScores
 
 SCHEMA = "needle.eval/1"
 METRIC_LABELS = {"ndcg@10": "nDCG@10", "recall@10": "Recall@10", "recall@100": "Recall@100",

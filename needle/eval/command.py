@@ -18,7 +18,7 @@ from haystack import Document
 from tqdm import tqdm
 
 from needle import pipeline_files as pf
-from needle.evaluation import EvalResult, evaluate_run, load_beir, run_from_rankings
+from needle.eval import EvalResult, evaluate_run, load_beir, run_from_rankings
 from needle.index_dir import NeedleError
 from needle.indexing import build_index
 from needle.search import Searcher

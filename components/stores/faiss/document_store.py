@@ -11,10 +11,10 @@ from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from components.stores._generations import MANIFEST, Generations
-from components.stores._sqlite_document_table import SQLiteDocumentTable, encode
-from components.stores.faiss_async_twins import FAISSAsyncTwins
-from components.stores.faiss_checks import (
+from components.stores.crash_safe_generations import MANIFEST, Generations
+from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable, encode
+from components.stores.faiss.async_twins import FAISSAsyncTwins
+from components.stores.faiss.checks import (
     FORMAT,
     check_documents,
     check_filters,
@@ -25,7 +25,7 @@ from components.stores.faiss_checks import (
     check_queries,
     stack_embeddings,
 )
-from components.stores.faiss_vector_index import FAISSVectorIndex, build_faiss_index, exact_search
+from components.stores.faiss.vector_index import FAISSVectorIndex, build_faiss_index, exact_search
 
 DOCUMENTS_FILE = "documents.sqlite"
 _GENERATIONS = Generations(kind="FAISS store", digits=8)  # gen-00000001, ...

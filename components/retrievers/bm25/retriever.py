@@ -6,9 +6,9 @@ from typing import Any
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
-from components.retrievers._retriever_common import StoreRetrieverBase
-from components.stores.bm25_document_store import BM25DocumentStore
-from components.stores.bm25_settings import check_top_k
+from components.retrievers.retriever_common import StoreRetrieverBase
+from components.stores.bm25.document_store import BM25DocumentStore
+from components.stores.bm25.settings import check_top_k
 
 
 @component
@@ -22,8 +22,8 @@ class BM25Retriever(StoreRetrieverBase):
 
     ```python
     from haystack import Document
-    from components.stores.bm25_document_store import BM25DocumentStore
-    from components.retrievers.bm25_retriever import BM25Retriever
+    from components.stores.bm25.document_store import BM25DocumentStore
+    from components.retrievers.bm25.retriever import BM25Retriever
 
     store = BM25DocumentStore()
     store.write_documents([Document(content="BM25 ranks documents by term frequency and rarity")])

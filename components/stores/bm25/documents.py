@@ -7,8 +7,8 @@ import numpy as np
 from haystack import Document
 from haystack.utils.filters import document_matches_filter
 
-from components.stores.bm25_document_table import DocumentTable
-from components.stores.bm25_index import IndexSnapshot
+from components.stores.bm25.document_table import DocumentTable
+from components.stores.bm25.index import IndexSnapshot
 
 _MASK_CACHE_SIZE = 32
 
