@@ -9,16 +9,24 @@ One rule per input, raising Haystack's exception types with a message that names
   empty string's vector and BM25 nothing, so neither answer means anything.
 - a batch of queries: a list whose every item passes the query rule, named ``queries[i]``; an empty list is
   allowed (it has no answers).
-- filters: ``None``/``{}`` or a dict in Haystack's filter syntax, else ``haystack.errors.FilterError``.
+- filters: ``None``/``{}`` or a whole tree in Haystack's filter syntax (every node checked, at most 100 levels
+  deep), else ``haystack.errors.FilterError`` naming the node, e.g. ``filters.conditions[1]``.
 - document text: valid Unicode, so a write never fails half-way on encoding.
 """
 
+import reprlib
 from typing import Any
 
 from haystack.errors import FilterError
 
 MAX_TOP_K = 10_000
 MAX_QUERY_CHARS = 1_048_576
+MAX_FILTER_DEPTH = 100
+COMPARISON_OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "in", "not in")
+LOGICAL_OPERATORS = ("AND", "OR", "NOT")
+
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel, _SHORT_REPR.maxstring, _SHORT_REPR.maxother = 3, 80, 80
 
 
 def check_top_k(top_k: Any, name: str = "top_k") -> int:
@@ -31,7 +39,8 @@ def check_top_k(top_k: Any, name: str = "top_k") -> int:
 def check_query(query: Any, name: str = "query") -> str:
     """Return ``query`` if it is a non-blank, valid-Unicode string of at most MAX_QUERY_CHARS characters."""
     if not isinstance(query, str):
-        raise ValueError(f"{name} must be a string, got {type(query).__name__}")
+        hint = "; pass a batch of queries to the batch component" if isinstance(query, list) else ""
+        raise ValueError(f"{name} must be a string, got {type(query).__name__}{hint}")
     if len(query) > MAX_QUERY_CHARS:
         raise ValueError(f"{name} is {len(query):,} characters long; the limit is {MAX_QUERY_CHARS:,} (1 MiB)")
     if not query.strip():
@@ -60,12 +69,61 @@ def check_unicode(text: str, name: str) -> None:
         ) from None
 
 
-def check_filters(filters: Any) -> None:
-    """Refuse filters that are not ``None``, ``{}`` or a dict in Haystack's syntax, before anything is scanned."""
+def check_filters(filters: Any, name: str = "filters") -> None:
+    """
+    Refuse filters that are not ``None``, ``{}`` or a whole tree in Haystack's syntax, before anything is scanned.
+
+    Every node is checked, not only the top one, so a malformed condition deep in an ``OR`` fails even when no
+    stored document would reach it: a comparison needs a string ``field``, one of Haystack's comparison operators
+    and a ``value`` (a list for ``in``/``not in``); a logical node needs ``AND``/``OR``/``NOT`` and a list of
+    ``conditions``. The walk uses a stack, so a tree nested past Python's recursion limit is a FilterError too.
+    """
     if filters is None or (isinstance(filters, dict) and not filters):
         return
-    if not isinstance(filters, dict) or ("operator" not in filters and "conditions" not in filters):
+    stack: list[tuple[str, Any, int]] = [(name, filters, 1)]
+    while stack:
+        where, node, depth = stack.pop()
+        if depth > MAX_FILTER_DEPTH:
+            raise FilterError(f"{name} are nested deeper than {MAX_FILTER_DEPTH} levels of AND/OR/NOT")
+        children = _filter_children(where, node)
+        stack.extend((f"{where}.conditions[{i}]", child, depth + 1) for i, child in enumerate(children))
+
+
+def _filter_children(where: str, node: Any) -> list[Any]:
+    """Check one filter node and return its sub-conditions (none for a comparison)."""
+    if not isinstance(node, dict):
         raise FilterError(
-            "filters must be a dict in Haystack's syntax: {'field': 'meta.x', 'operator': '==', 'value': ...} "
-            f"or {{'operator': 'AND', 'conditions': [...]}}; got {filters!r}"[:500]
+            f"{where} must be a dict in Haystack's filter syntax: {{'field': 'meta.x', 'operator': '==', "
+            f"'value': ...}} or {{'operator': 'AND', 'conditions': [...]}}; got {_shown(node)}"
         )
+    operator = node.get("operator")
+    if "field" in node:
+        if not isinstance(node["field"], str) or not node["field"]:
+            raise FilterError(f"{where}: 'field' must be a non-empty string like 'meta.x', got {_shown(node['field'])}")
+        if "operator" not in node:
+            raise FilterError(f"{where}: comparison on {node['field']!r} has no 'operator'; one of {COMPARISON_OPERATORS}")
+        if not isinstance(operator, str) or operator not in COMPARISON_OPERATORS:
+            raise FilterError(
+                f"{where}: comparison operator must be one of {COMPARISON_OPERATORS}, got {_shown(operator)}"
+            )
+        if "value" not in node:
+            raise FilterError(f"{where}: comparison {node['field']!r} {operator} has no 'value'")
+        if operator in ("in", "not in") and not isinstance(node["value"], list):
+            raise FilterError(f"{where}: operator {operator!r} needs a list value, got {_shown(node['value'])}")
+        return []
+    if not isinstance(operator, str) or operator not in LOGICAL_OPERATORS:
+        raise FilterError(
+            f"{where}: a node without 'field' is a logical node whose operator must be one of {LOGICAL_OPERATORS}, "
+            f"got {_shown(operator)}"
+        )
+    conditions = node.get("conditions")
+    if not isinstance(conditions, list):
+        raise FilterError(
+            f"{where}: logical operator {operator} needs a list of 'conditions', got {_shown(conditions)}"
+        )
+    return conditions
+
+
+def _shown(value: Any) -> str:
+    """``repr`` of a value, cut short (length and nesting) so a huge or deep filter cannot flood a message."""
+    return _SHORT_REPR.repr(value)
