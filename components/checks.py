@@ -101,7 +101,9 @@ def _filter_children(where: str, node: Any) -> list[Any]:
         if not isinstance(node["field"], str) or not node["field"]:
             raise FilterError(f"{where}: 'field' must be a non-empty string like 'meta.x', got {_shown(node['field'])}")
         if "operator" not in node:
-            raise FilterError(f"{where}: comparison on {node['field']!r} has no 'operator'; one of {COMPARISON_OPERATORS}")
+            raise FilterError(
+                f"{where}: comparison on {node['field']!r} has no 'operator'; one of {COMPARISON_OPERATORS}"
+            )
         if not isinstance(operator, str) or operator not in COMPARISON_OPERATORS:
             raise FilterError(
                 f"{where}: comparison operator must be one of {COMPARISON_OPERATORS}, got {_shown(operator)}"

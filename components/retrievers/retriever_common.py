@@ -2,15 +2,18 @@
 
 Each BM25 and FAISS retriever takes a typed document store, default ``filters``, a default ``top_k`` and a
 ``filter_policy``, applies the same run-time overrides, and serialises these (the store through its own
-``to_dict``). The families differ only in the store class, the exception a wrong store raises, the wording of
-the top_k check and a few extra init parameters, which a subclass declares as class attributes.
+``to_dict``). ``top_k`` and filters (init and run-time) go through the shared checks of ``components.checks``, so
+every retriever refuses the same bad value with the same ValueError/FilterError as the stores and rankers. The
+families differ only in the store class, the exception a wrong store raises and a few extra init parameters,
+which a subclass declares as class attributes.
 """
 
-from collections.abc import Callable
 from typing import Any, ClassVar, Self
 
 from haystack import default_from_dict, default_to_dict
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
+
+from components.checks import check_filters, check_top_k
 
 
 class StoreRetrieverBase:
@@ -18,25 +21,25 @@ class StoreRetrieverBase:
     Base of the retrievers: store/filters/top_k/filter_policy handling and ``to_dict``/``from_dict``.
 
     A subclass sets ``_store_type``, ``_store_error`` (kept per family so that callers' ``except`` clauses still
-    match), ``_check_top_k`` and ``_extra_init_parameters`` (names of its other init parameters, each also an
+    match) and ``_extra_init_parameters`` (names of its other init parameters, each also an
     attribute). It keeps its own ``__init__`` (Haystack reads the init signature) and calls ``_set_common`` there;
     ``@component`` still decorates the concrete class.
     """
 
     _store_type: ClassVar[type]
     _store_error: ClassVar[type[Exception]] = ValueError
-    _check_top_k: ClassVar[Callable[[Any], None]]
     _extra_init_parameters: ClassVar[tuple[str, ...]] = ()
 
     def _set_common(
         self, document_store: Any, filters: dict[str, Any] | None, top_k: int, filter_policy: FilterPolicy | str
     ) -> None:
-        """Check the store's type and ``top_k``, then keep the shared settings (a policy may come as its name)."""
+        """Check the store's type, ``top_k`` and ``filters``, then keep the settings (a policy may come as its name)."""
         if not isinstance(document_store, self._store_type):
             raise self._store_error(
                 f"document_store must be a {self._store_type.__name__}, got {type(document_store).__name__}"
             )
-        self._check_top_k(top_k)
+        check_top_k(top_k)
+        check_filters(filters)
         self.document_store = document_store
         self.filters = filters
         self.top_k = top_k
@@ -46,8 +49,8 @@ class StoreRetrieverBase:
         self, filters: dict[str, Any] | None, top_k: int | None
     ) -> tuple[dict[str, Any] | None, int]:
         """The filters (init and run-time combined by ``filter_policy``) and the checked ``top_k`` for one run."""
-        top_k = self.top_k if top_k is None else top_k
-        self._check_top_k(top_k)
+        top_k = self.top_k if top_k is None else check_top_k(top_k)
+        check_filters(filters)
         return apply_filter_policy(self.filter_policy, self.filters, filters), top_k
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,9 +6,9 @@ from typing import Any
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
+from components.checks import check_queries, check_query
 from components.retrievers.retriever_common import StoreRetrieverBase
 from components.stores.bm25.document_store import BM25DocumentStore
-from components.stores.bm25.settings import check_top_k
 
 
 @component
@@ -18,7 +18,7 @@ class BM25BatchRetriever(StoreRetrieverBase):
 
     All queries are scored in one bm25s call over ``n_threads`` threads; the output keeps one list per query,
     in query order, each as ``BM25Retriever`` would return it (new Documents with ``score`` and
-    ``meta["retrieval_type"] = "sparse"``; empty for an empty or stopword-only query).
+    ``meta["retrieval_type"] = "sparse"``; empty for a stopword-only query; a blank query is a ValueError).
 
     ```python
     from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
@@ -30,7 +30,6 @@ class BM25BatchRetriever(StoreRetrieverBase):
 
     _store_type = BM25DocumentStore
     _store_error = TypeError
-    _check_top_k = staticmethod(check_top_k)
     _extra_init_parameters = ("n_threads",)
 
     def __init__(
@@ -44,11 +43,12 @@ class BM25BatchRetriever(StoreRetrieverBase):
         """
         :param document_store: The BM25DocumentStore to search.
         :param filters: Haystack metadata filters applied to every query (see ``filter_policy``).
-        :param top_k: Maximum number of documents per query, >= 1.
+        :param top_k: Maximum number of documents per query, in [1, 10000].
         :param filter_policy: ``REPLACE`` (runtime filters replace ``filters``) or ``MERGE`` (both apply).
         :param n_threads: Threads bm25s scores with: -1 = all cores, 0 = the calling thread, or a count >= 1.
         :raises TypeError: If ``document_store`` is not a BM25DocumentStore.
-        :raises ValueError: If ``top_k`` < 1 or ``n_threads`` < -1.
+        :raises ValueError: If ``top_k`` is not an integer in [1, 10000] or ``n_threads`` < -1.
+        :raises FilterError: If ``filters`` are not in Haystack's filter syntax.
         """
         self._set_common(document_store, filters, top_k, filter_policy)
         if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < -1:
@@ -68,12 +68,14 @@ class BM25BatchRetriever(StoreRetrieverBase):
         """
         Retrieve the best documents for every query.
 
-        :param queries: Query texts, each at most 1,048,576 characters.
+        :param queries: Query texts, each not blank, at most 1,048,576 characters, valid Unicode.
         :param filters: Metadata filters for this batch, combined with the init filters per ``filter_policy``.
-        :param top_k: Maximum number of documents per query (default: the init ``top_k``), >= 1.
+        :param top_k: Maximum number of documents per query (default: the init ``top_k``), in [1, 10000].
         :returns: ``{"documents": [[...], ...]}``: one list per query, in query order, best first.
-        :raises ValueError: If a query is too long or not a string (the message gives its position), or top_k < 1.
+        :raises ValueError: If a query (named ``queries[i]``) or ``top_k`` breaks the rules of ``components.checks``.
+        :raises FilterError: If ``filters`` are not in Haystack's filter syntax.
         """
+        check_queries(queries)
         filters, top_k = self._run_settings(filters, top_k)
         documents = self.document_store.bm25_retrieval_batch(
             queries, filters=filters, top_k=top_k, n_threads=self.n_threads

@@ -6,9 +6,9 @@ from typing import Any
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
+from components.checks import check_queries, check_query
 from components.retrievers.retriever_common import StoreRetrieverBase
 from components.stores.bm25.document_store import BM25DocumentStore
-from components.stores.bm25.settings import check_top_k
 
 
 @component
@@ -17,8 +17,8 @@ class BM25Retriever(StoreRetrieverBase):
     Retrieves the documents that best match a query with BM25 (the seed's ``bm25_search`` for one query).
 
     Hits are new Documents with their BM25 ``score`` and ``meta["retrieval_type"] = "sparse"``, best first;
-    only documents that share a term with the query are returned, so an empty or stopword-only query returns
-    none. Metadata filters are exact: with enough matching documents, exactly ``top_k`` come back.
+    only documents that share a term with the query are returned, so a stopword-only query returns none. A blank
+    query is a ValueError, as in every other mode (``components.checks``). Metadata filters are exact: with enough matching documents, exactly ``top_k`` come back.
 
     ```python
     from haystack import Document
@@ -33,7 +33,6 @@ class BM25Retriever(StoreRetrieverBase):
 
     _store_type = BM25DocumentStore
     _store_error = TypeError
-    _check_top_k = staticmethod(check_top_k)
 
     def __init__(
         self,
@@ -45,10 +44,11 @@ class BM25Retriever(StoreRetrieverBase):
         """
         :param document_store: The BM25DocumentStore to search.
         :param filters: Haystack metadata filters applied to every query (see ``filter_policy``).
-        :param top_k: Maximum number of documents per query, >= 1.
+        :param top_k: Maximum number of documents per query, in [1, 10000].
         :param filter_policy: ``REPLACE`` (runtime filters replace ``filters``) or ``MERGE`` (both apply).
         :raises TypeError: If ``document_store`` is not a BM25DocumentStore.
-        :raises ValueError: If ``top_k`` < 1.
+        :raises ValueError: If ``top_k`` is not an integer in [1, 10000].
+        :raises FilterError: If ``filters`` are not in Haystack's filter syntax.
         """
         self._set_common(document_store, filters, top_k, filter_policy)
 
@@ -63,12 +63,14 @@ class BM25Retriever(StoreRetrieverBase):
         """
         Retrieve the best documents for ``query``.
 
-        :param query: The query text, at most 1,048,576 characters.
+        :param query: The query text: not blank, at most 1,048,576 characters, valid Unicode.
         :param filters: Metadata filters for this query, combined with the init filters per ``filter_policy``.
-        :param top_k: Maximum number of documents (default: the init ``top_k``), >= 1.
+        :param top_k: Maximum number of documents (default: the init ``top_k``), in [1, 10000].
         :returns: ``{"documents": [...]}``, best first.
-        :raises ValueError: If the query is too long or not a string, or ``top_k`` < 1.
+        :raises ValueError: If the query or ``top_k`` breaks the rules of ``components.checks``.
+        :raises FilterError: If ``filters`` are not in Haystack's filter syntax.
         """
+        check_query(query)
         filters, top_k = self._run_settings(filters, top_k)
         return {"documents": self.document_store.bm25_retrieval(query, filters=filters, top_k=top_k)}
 

@@ -32,7 +32,7 @@ class FAISSBatchEmbeddingRetriever(FAISSRetrieverBase):
 
         :param query_embeddings: one embedding per query, all as long as the store's vectors.
         :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
-        :param top_k: overrides the init ``top_k`` (at least 1).
+        :param top_k: overrides the init ``top_k``, in [1, 10000].
         :returns: ``{"documents": [[...], ...]}``, one best-first list per query, in query order.
         """
         return {"documents": self._search(query_embeddings, "query_embeddings", filters, top_k)}

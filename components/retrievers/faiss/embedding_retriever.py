@@ -11,12 +11,6 @@ from components.retrievers.retriever_common import StoreRetrieverBase
 from components.stores.faiss.document_store import FAISSDocumentStore
 
 
-def check_top_k(top_k: Any) -> None:
-    """Raise ValueError unless ``top_k`` is an integer >= 1."""
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
-
-
 def query_matrix(embeddings: list[list[float]], name: str) -> np.ndarray:
     """Stack query embeddings into a float32 (Q, dim) matrix; ValueError naming the first ragged one."""
     for position, embedding in enumerate(embeddings):
@@ -34,7 +28,6 @@ class FAISSRetrieverBase(StoreRetrieverBase):
     """What the single and batch FAISS retrievers share: their store, checks and ``return_embedding``."""
 
     _store_type = FAISSDocumentStore
-    _check_top_k = staticmethod(check_top_k)
     _extra_init_parameters = ("return_embedding",)
 
     def __init__(
@@ -48,10 +41,11 @@ class FAISSRetrieverBase(StoreRetrieverBase):
         """
         :param document_store: the FAISSDocumentStore to search.
         :param filters: Haystack filters applied to every query.
-        :param top_k: documents per query, at least 1.
+        :param top_k: documents per query, in [1, 10000].
         :param filter_policy: REPLACE (run-time filters replace init filters) or MERGE (both apply).
         :param return_embedding: return the documents' stored embeddings too.
-        :raises ValueError: if ``document_store`` is not a FAISSDocumentStore or ``top_k`` < 1.
+        :raises ValueError: if ``document_store`` is not a FAISSDocumentStore or ``top_k`` is out of range.
+        :raises FilterError: if ``filters`` are not in Haystack's filter syntax.
         """
         self._set_common(document_store, filters, top_k, filter_policy)
         self.return_embedding = return_embedding
@@ -97,7 +91,7 @@ class FAISSEmbeddingRetriever(FAISSRetrieverBase):
 
         :param query_embedding: the query's embedding, as long as the store's vectors.
         :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
-        :param top_k: overrides the init ``top_k`` (at least 1).
+        :param top_k: overrides the init ``top_k``, in [1, 10000].
         :returns: ``{"documents": [...]}``, best first, at most ``top_k``.
         """
         return {"documents": self._search([query_embedding], "query_embedding", filters, top_k)[0]}
