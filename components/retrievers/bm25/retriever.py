@@ -18,7 +18,8 @@ class BM25Retriever(StoreRetrieverBase):
 
     Hits are new Documents with their BM25 ``score`` and ``meta["retrieval_type"] = "sparse"``, best first;
     only documents that share a term with the query are returned, so a stopword-only query returns none. A blank
-    query is a ValueError, as in every other mode (``components.checks``). Metadata filters are exact: with enough matching documents, exactly ``top_k`` come back.
+    query is a ValueError, as in every other mode (``components.checks``). Metadata filters are exact: with
+    enough matching documents, exactly ``top_k`` come back.
 
     ```python
     from haystack import Document
