@@ -15,7 +15,8 @@ from components.rankers import (
     TEIRanker,
     create_reranker,
 )
-from components.rankers.reranker_base import QUERY_MAX_CHARS, TEXT_MAX_CHARS, TEXTS_MAX_COUNT
+from components.checks import MAX_QUERY_CHARS, MAX_TOP_K
+from components.rankers.reranker_base import TEXT_MAX_CHARS, TEXTS_MAX_COUNT
 
 MIB = 1024 * 1024
 
@@ -29,19 +30,20 @@ def ranker(request) -> Reranker:
 
 
 def test_limits_are_mxrags():
-    assert (QUERY_MAX_CHARS, TEXTS_MAX_COUNT, TEXT_MAX_CHARS) == (MIB, 1000 * 1000, MIB)
+    assert (MAX_QUERY_CHARS, MAX_TOP_K, TEXTS_MAX_COUNT, TEXT_MAX_CHARS) == (MIB, 10000, 1000 * 1000, MIB)
 
 
 @pytest.mark.parametrize(
     ("query", "texts", "batch_size", "message"),
     [
-        ("", ["a"], 32, r"query length must be in \[1, 1048576\] characters, got 0"),
-        ("q" * (MIB + 1), ["a"], 32, r"query length must be in \[1, 1048576\] characters, got 1048577"),
+        ("", ["a"], 32, "query is empty; give at least one non-space character"),
+        ("q" * (MIB + 1), ["a"], 32, r"query is 1,048,577 characters long; the limit is 1,048,576 \(1 MiB\)"),
         (b"bytes", ["a"], 32, "query must be a string, got bytes"),
         ("q", [], 32, r"texts must hold \[1, 1000000\] items, got 0"),
         ("q", ["a", ""], 32, r"texts\[1\] length must be in \[1, 1048576\] characters, got 0"),
         ("q", ["a", "b", "t" * (MIB + 1)], 32, r"texts\[2\] length must be in \[1, 1048576\] characters, got 1048577"),
         ("q", ["a", None], 32, r"texts\[1\] must be a string, got NoneType"),
+        ("q", ["a", "b\ud800"], 32, r"texts\[1\] is not valid Unicode: lone surrogate '\\ud800' at character 1"),
         ("q", "not a list", 32, "texts must be a list of strings, got str"),
         ("q", ["a"], 0, r"batch_size must be an integer in \[1, 1024\], got 0"),
         ("q", ["a"], 1025, r"batch_size must be an integer in \[1, 1024\], got 1025"),

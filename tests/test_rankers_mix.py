@@ -98,6 +98,33 @@ def test_no_overflow_for_extreme_query_lengths():
     assert MixRetrieveRanker().run(query=huge_query, documents=mixed_input())["documents"][0].id == "a"
 
 
+@pytest.mark.parametrize("extreme", [1e308, 1.7976931348623157e308])
+def test_extreme_finite_scores_normalise_to_the_ends_not_nan(extreme):
+    """Scores of ±1e308 overflowed max - min to inf and came out NaN; now they scale to 1, 0.5 and 0 like any."""
+    docs = corpus()
+    dense = [tagged(docs["a"], "dense", extreme), tagged(docs["b"], "dense", 0.0), tagged(docs["d"], "dense", -extreme)]
+    sparse = [tagged(docs["c"], "sparse", -extreme), tagged(docs["a"], "sparse", extreme)]
+    out = MixRetrieveRanker().run(query="abc", documents=dense + sparse)["documents"]
+    assert [d.id for d in out] == ["a", "b", "d", "c"]
+    np.testing.assert_allclose([d.score for d in out], [1.0, 0.5 * W_SHORT, 0.0, 0.0], atol=1e-12)
+    assert out[0].meta["dense_score"] == extreme
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan])
+@pytest.mark.parametrize("socket", ["dense_documents", "sparse_documents"])
+def test_infinite_or_nan_scores_are_errors_naming_the_document(socket, bad):
+    """A min-max scale has no room for an infinite end: the broken retriever's document is named, nothing ranked."""
+    given = [Document(id="a", content="x", score=1.0), Document(id="b", content="y", score=bad)]
+    with pytest.raises(ValueError, match=re.escape(f"{socket}[1] (id=b) has score {bad!r}; fusion needs a finite")):
+        MixRetrieveRanker().run(query="abc", **{socket: given})
+
+
+@pytest.mark.parametrize("query", ["", "  \n", "a\ud800"])
+def test_a_blank_or_broken_query_is_an_error_even_without_documents(query):
+    with pytest.raises(ValueError, match=r"query is (empty|not valid Unicode)"):
+        MixRetrieveRanker().run(query=query)
+
+
 @pytest.mark.parametrize("meta", [{}, {"retrieval_type": "hybrid"}])
 def test_missing_or_unknown_retrieval_type_is_an_error_naming_the_document(meta):
     docs = [*mixed_input(), Document(id="odd", content="odd one", meta=meta, score=1.0)]

@@ -37,6 +37,11 @@ def test_one_side_missing_is_fused_from_the_other() -> None:
     assert [d.meta["retrieval_sources"] for d in out[1]] == [["sparse"], ["sparse"]]
 
 
+def test_a_blank_query_is_named_by_position_even_without_documents() -> None:
+    with pytest.raises(ValueError, match=r"queries\[1\] is empty; give at least one non-space character"):
+        MixRetrieveBatchRanker().run(queries=["fine", " "])
+
+
 def test_count_mismatch_names_the_socket() -> None:
     with pytest.raises(ValueError, match="dense_documents holds 1 result lists for 2 queries"):
         MixRetrieveBatchRanker().run(queries=QUERIES, dense_documents=DENSE[:1])

@@ -8,14 +8,13 @@ from haystack import component, logging
 from haystack.utils import ComponentDevice
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
+from components.checks import check_query, check_top_k
 from components.rankers.model_dir_checks import check_model_dir, check_model_path
 from components.rankers.reranker_base import (
     RerankerMixin,
     check_batch_size,
     check_int,
-    check_query,
     check_texts,
-    check_top_k,
 )
 
 logger = logging.getLogger(__name__)

@@ -8,6 +8,7 @@ hybrid pipeline can encode all queries in one batch instead of one forward pass 
 
 from haystack import Document, component
 
+from components.checks import check_queries
 from components.rankers.mix_retrieve_ranker import MixRetrieveRanker
 
 
@@ -36,8 +37,10 @@ class MixRetrieveBatchRanker(MixRetrieveRanker):
         :param sparse_documents: per query, the results of a sparse (BM25) retriever.
         :param top_k: how many to return per query (1..10000); defaults to the init value.
         :returns: ``{"documents": [[...], ...]}``, one list per query, best first.
-        :raises ValueError: if a side's number of result lists differs from the number of queries.
+        :raises ValueError: if a query is blank, oversized or not valid Unicode (named ``queries[i]``), or a side's
+            number of result lists differs from the number of queries.
         """
+        check_queries(queries)
         dense = self._per_query(dense_documents, len(queries), "dense_documents")
         sparse = self._per_query(sparse_documents, len(queries), "sparse_documents")
         fused = [

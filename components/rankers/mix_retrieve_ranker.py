@@ -9,8 +9,11 @@ weight of the dense side follows a sigmoid of the query length in characters::
 normalised per side (all equal -> 0), the same passage found by both sides (same ``Document.id``) is merged, and
 ``score = w * dense + (1 - w) * sparse``, a side that did not find the passage adding 0.
 
-Unlike mxRAG, the sigmoid cannot overflow on long queries, and a document of no or unknown retrieval type is an
-error rather than silently dropped.
+Unlike mxRAG, the sigmoid cannot overflow on long queries, the normalisation cannot overflow on extreme finite
+scores (``±1e308`` normalise to 0 and 1, not NaN), and a document of no or unknown retrieval type is an error
+rather than silently dropped. A score of ``±inf`` or NaN is a ValueError naming the document: a min-max scale has
+no room for an infinite end, and treating it as "the best" would hide a broken retriever, as ``rerank_top_k``
+refuses NaN for the same reason. A blank query is a ValueError, as in every mode (``components.checks``).
 """
 
 import math
@@ -19,7 +22,8 @@ from dataclasses import replace
 import numpy as np
 from haystack import Document, component
 
-from components.rankers.reranker_base import RerankerMixin, check_number, check_query, check_top_k, top_k_order
+from components.checks import check_query, check_top_k
+from components.rankers.reranker_base import RerankerMixin, check_number, top_k_order
 
 SIDES = ("dense", "sparse")
 MAX_DOCUMENTS = 1000 * 1000
@@ -34,9 +38,20 @@ def stable_sigmoid(x: float) -> float:
 
 
 def min_max(scores: list[float]) -> list[float]:
-    """Scale to [0, 1]; when all scores are equal, every one becomes 0 (mxRAG's rule)."""
+    """
+    Scale finite scores to [0, 1]; when all are equal, every one becomes 0 (mxRAG's rule).
+
+    ``high - low`` overflows to inf for scores near ``±1e308`` (and ``inf / inf`` is NaN); then every score is
+    halved first, which keeps each step finite (``high / 2 - low / 2`` is at most ``1.8e308``). Ordinary scores
+    take the plain formula, exact as before.
+    """
     low, high = min(scores), max(scores)
-    return [0.0] * len(scores) if high == low else [(s - low) / (high - low) for s in scores]
+    if high == low:
+        return [0.0] * len(scores)
+    if math.isfinite(high - low):
+        return [(s - low) / (high - low) for s in scores]
+    span = high / 2 - low / 2
+    return [min(1.0, (s / 2 - low / 2) / span) for s in scores]
 
 
 @component
@@ -119,7 +134,10 @@ class MixRetrieveRanker(RerankerMixin):
         :param sparse_documents: results of a sparse (BM25) retriever (tag optional).
         :param top_k: how many to return (1..10000); defaults to the init value.
         :returns: ``{"documents": [...]}``, new documents with the fused score, best first.
+        :raises ValueError: for a blank, oversized or non-Unicode query (even with no documents), a bad ``top_k``,
+            a missing or contradicting tag, or a score that is not a finite number (the message names the document).
         """
+        check_query(query)
         top_k = self._resolve_top_k(top_k)
         tagged = (
             self._tagged(documents or [], None, "documents")
@@ -152,7 +170,7 @@ class MixRetrieveRanker(RerankerMixin):
 
     def _fuse(self, query: str, tagged: list[tuple[str, Document]]) -> list[Document]:
         """Normalise per side, merge by id, weigh by query length; one new document per passage, input order."""
-        w = {"dense": self.dense_weight(check_query(query))}
+        w = {"dense": self.dense_weight(check_query(query))}  # rerank() reaches here without run()'s check
         w["sparse"] = 1.0 - w["dense"]
         raw: dict[str, dict[str, float]] = {side: {} for side in SIDES}
         first: dict[str, Document] = {}

@@ -2,8 +2,11 @@
 
 mxRAG's rerankers offer two calls: ``rerank(query, texts, batch_size)`` returns one score per text, in input
 order, and ``rerank_top_k(objs, scores)`` keeps the ``k`` best objects. Our Haystack components offer both, plus
-the usual ``run(query, documents, top_k)`` socket. The limits below are mxRAG's; a value out of range is a
-``ValueError`` that names the parameter and the allowed range, never a silent truncation.
+the usual ``run(query, documents, top_k)`` socket. The limits are mxRAG's; a value out of range is a
+``ValueError`` that names the parameter and the allowed range, never a silent truncation. The query and ``top_k``
+rules (query 1..1 MiB characters, not blank, valid Unicode; k 1..10000) are the shared ones of
+``components.checks``, so a ranker refuses a bad query with the same message as a retriever or embedder; the limits
+on the texts to score and on ``batch_size`` belong to rankers alone and live here.
 """
 
 import math
@@ -14,11 +17,11 @@ from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-QUERY_MAX_CHARS = 1024 * 1024
+from components.checks import check_query, check_top_k, check_unicode
+
 TEXTS_MAX_COUNT = 1000 * 1000
 TEXT_MAX_CHARS = 1024 * 1024
 BATCH_SIZE_RANGE = (1, 1024)
-TOP_K_RANGE = (1, 10000)
 
 T = TypeVar("T")
 
@@ -55,17 +58,8 @@ def check_number(name: str, value: Any, low: float, high: float, low_open: bool 
     return float(value)
 
 
-def check_query(query: Any) -> str:
-    """A query is a string of 1..1 MiB characters (mxRAG's limit)."""
-    if not isinstance(query, str):
-        raise ValueError(f"query must be a string, got {type(query).__name__}")
-    if not 1 <= len(query) <= QUERY_MAX_CHARS:
-        raise ValueError(f"query length must be in [1, {QUERY_MAX_CHARS}] characters, got {len(query)}")
-    return query
-
-
 def check_texts(texts: Any) -> list[str]:
-    """Texts are a list of 1..1,000,000 strings of 1..1 MiB characters each; the error names the bad index."""
+    """Texts are a list of 1..1,000,000 valid-Unicode strings of 1..1 MiB characters; errors name the bad index."""
     if not isinstance(texts, (list, tuple)):
         raise ValueError(f"texts must be a list of strings, got {type(texts).__name__}")
     if not 1 <= len(texts) <= TEXTS_MAX_COUNT:
@@ -75,17 +69,13 @@ def check_texts(texts: Any) -> list[str]:
             raise ValueError(f"texts[{i}] must be a string, got {type(text).__name__}")
         if not 1 <= len(text) <= TEXT_MAX_CHARS:
             raise ValueError(f"texts[{i}] length must be in [1, {TEXT_MAX_CHARS}] characters, got {len(text)}")
+        check_unicode(text, f"texts[{i}]")
     return list(texts)
 
 
 def check_batch_size(batch_size: Any) -> int:
     """mxRAG's batch size range, 1..1024."""
     return check_int("batch_size", batch_size, *BATCH_SIZE_RANGE)
-
-
-def check_top_k(top_k: Any, name: str = "top_k") -> int:
-    """mxRAG's ``k`` range, 1..10000."""
-    return check_int(name, top_k, *TOP_K_RANGE)
 
 
 def top_k_order(scores: np.ndarray, k: int) -> list[int]:
@@ -158,11 +148,12 @@ class RerankerMixin:
         """
         Rank documents by relevance to the query.
 
-        :param query: the query, 1..1 MiB characters.
+        :param query: the query: 1..1 MiB characters, not blank, valid Unicode (checked even with no documents).
         :param documents: documents to rank; later copies of the same id are dropped; each needs text content.
         :param top_k: how many to return (1..10000); defaults to the init value.
         :returns: ``{"documents": [...]}``, new documents with ``score`` set, best first.
         """
+        check_query(query)
         top_k = self._resolve_top_k(top_k)
         if not documents:
             return {"documents": []}

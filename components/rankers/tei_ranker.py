@@ -13,6 +13,7 @@ import numpy as np
 from haystack import Document, component
 from haystack.utils import Secret
 
+from components.checks import check_query, check_top_k
 from components.rankers.rerank_protocol import (
     RerankServerError,
     error_text,
@@ -25,9 +26,7 @@ from components.rankers.reranker_base import (
     check_batch_size,
     check_int,
     check_number,
-    check_query,
     check_texts,
-    check_top_k,
     document_texts,
     unique_documents,
 )
@@ -268,6 +267,7 @@ class TEIRanker(RerankerMixin):
         self, query: str, documents: list[Document], top_k: int | None = None
     ) -> dict[str, list[Document]]:
         """Async twin of ``run``, with the same parameters and output."""
+        check_query(query)
         top_k = self._resolve_top_k(top_k)
         if not documents:
             return {"documents": []}
