@@ -52,7 +52,8 @@ def check_query(query: Any, name: str = "query") -> str:
 def check_queries(queries: Any, name: str = "queries") -> list[str]:
     """Return ``queries`` if it is a list of strings that each pass ``check_query`` (named ``queries[i]``)."""
     if not isinstance(queries, list):
-        raise ValueError(f"{name} must be a list of strings, got {type(queries).__name__}")
+        hint = "; pass a single query to the single-query component" if isinstance(queries, str) else ""
+        raise ValueError(f"{name} must be a list of strings, got {type(queries).__name__}{hint}")
     for i, query in enumerate(queries):
         check_query(query, f"{name}[{i}]")
     return queries

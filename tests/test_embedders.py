@@ -135,13 +135,14 @@ def test_chunked_encoding_gives_the_same_vectors(minilm_path: str) -> None:
     )
 
 
-def test_wrong_input_types_are_refused() -> None:
-    with pytest.raises(TypeError, match="SentenceTransformersBatchTextEmbedder"):
-        SentenceTransformersTextEmbedder().run(text=["a list"])
-    with pytest.raises(TypeError, match="SentenceTransformersTextEmbedder for a single query"):
-        SentenceTransformersBatchTextEmbedder().run(texts="one string")
-    with pytest.raises(TypeError, match=r"texts\[1\] must be a string, got int"):
-        SentenceTransformersBatchTextEmbedder().run(texts=["a", 2])
+def test_wrong_input_types_are_refused_before_the_model_loads() -> None:
+    """Queries follow the shared query rules (ValueError, as in BM25 and the rankers); documents stay a TypeError."""
+    with pytest.raises(ValueError, match="query must be a string, got list; pass a batch of queries to the batch"):
+        SentenceTransformersTextEmbedder(model="/nonexistent/model").run(text=["a list"])
+    with pytest.raises(ValueError, match="queries must be a list of strings, got str; pass a single query"):
+        SentenceTransformersBatchTextEmbedder(model="/nonexistent/model").run(texts="one string")
+    with pytest.raises(ValueError, match=r"queries\[1\] must be a string, got int"):
+        SentenceTransformersBatchTextEmbedder(model="/nonexistent/model").run(texts=["a", 2])
     with pytest.raises(TypeError, match=r"documents\[0\] must be a Document, got str"):
         SentenceTransformersDocumentEmbedder().run(documents=["text"])
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from haystack import component
 
+from components.checks import check_queries
 from components.embedders.sentence_transformers_text_embedder import SentenceTransformersTextEmbedder
 
 
@@ -27,18 +28,13 @@ class SentenceTransformersBatchTextEmbedder(SentenceTransformersTextEmbedder):
     def run(self, texts: list[str]) -> dict[str, Any]:  # type: ignore[override] -- a batch socket, by design
         """Embed every query in `texts`, keeping their order.
 
-        :param texts: The queries; an empty list gives an empty result without loading the model.
+        :param texts: The queries, each under the query rules of `components.checks`; an empty list gives an empty
+            result without loading the model.
         :returns: `{"embeddings": list[list[float]]}`, row i for `texts[i]`.
-        :raises TypeError: `texts` is not a list of strings (the message names the first bad position).
+        :raises ValueError: `texts` is not a list, or an item breaks the query rules (named `queries[i]`, with the
+            same message as the BM25 batch retriever and the batch ranker).
         """
-        if isinstance(texts, str) or not isinstance(texts, list):
-            raise TypeError(
-                f"SentenceTransformersBatchTextEmbedder.run expects texts: list[str], got {type(texts).__name__}; "
-                "use SentenceTransformersTextEmbedder for a single query"
-            )
-        for position, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{position}] must be a string, got {type(text).__name__}")
+        check_queries(texts)
         if not texts:
             return {"embeddings": []}
         queries = [self._query_text(text) for text in texts]

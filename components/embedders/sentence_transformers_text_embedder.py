@@ -18,6 +18,7 @@ from haystack_integrations.components.embedders.sentence_transformers import (
     SentenceTransformersTextEmbedder as HaystackSentenceTransformersTextEmbedder,
 )
 
+from components.checks import check_query
 from components.embedders.sentence_transformers_common import (
     DEFAULT_MODEL,
     SentenceTransformersEncodingMixin,
@@ -129,14 +130,14 @@ class SentenceTransformersTextEmbedder(SentenceTransformersEncodingMixin, Haysta
     def run(self, text: str) -> dict[str, Any]:
         """Embed one query.
 
-        :param text: The query.
+        The dense retriever only sees a vector, so the query rules of every mode are applied here, before the
+        model is loaded: a blank query would embed to a vector whose neighbours are arbitrary.
+
+        :param text: The query: not blank, at most 1,048,576 characters, valid Unicode.
         :returns: `{"embedding": list[float]}`.
-        :raises TypeError: `text` is not a string (use the batch embedder for lists).
+        :raises ValueError: `text` breaks the query rules of `components.checks` (same message as BM25 and the
+            rankers, naming it `query`; a list is pointed to the batch embedder).
         """
-        if not isinstance(text, str):
-            raise TypeError(
-                f"SentenceTransformersTextEmbedder.run expects text: str, got {type(text).__name__}; "
-                "use SentenceTransformersBatchTextEmbedder for a list of queries"
-            )
+        check_query(text)
         embeddings = self._encode([self._query_text(text)], show_progress_bar=self.progress_bar, use_pool=False)
         return {"embedding": embeddings[0].tolist()}
