@@ -104,7 +104,7 @@ def test_trailing_blank_lines_crlf_and_bom_are_accepted(tmp_path: Path) -> None:
         ),
         (
             ['{"id": "a", "contents": "x"}', "", '{"id": "b", "contents": "y"}'],
-            "line 2: blank line inside the corpus (one JSON object per line)",
+            "line 2: blank line inside the file (one JSON object per line)",
         ),
         (['{"id": null, "contents": 3}'], "line 1: field 'contents' must be a string, got number"),
         (['{"id": ["a"], "contents": "x"}'], "line 1: field 'id' must be a string or integer, got array"),
@@ -126,6 +126,75 @@ def test_non_utf8_bytes_name_line_byte_and_column(tmp_path: Path) -> None:
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(b'{"id": "a", "contents": "ok"}\n{"id": "b", "contents": "caf\xe9"}\n')
     assert error_for(path) == f"{path}, line 2: not valid UTF-8 (byte 0xe9 at column 29)"
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("[" * DEEP + "]" * DEEP, "line 1: the line is nested deeper than 100 levels"),
+        ('{"contents": "x", "a": ' + '{"a": ' * DEEP + "1" + "}" * (DEEP + 1), "line 1: field 'a' is nested deeper"),
+        ('{"contents": "x", "m": ' + "[" * 101 + "]" * 101 + "}", "line 1: field 'm' is nested deeper than 100 levels"),
+        ('{"contents": "x", "m": "' + "[" * 200 + '"}', None),  # brackets inside a string are text
+        ('{"contents": "x", "m": ' + "[" * 99 + "]" * 99 + "}", None),  # 100 levels with the line's own object
+    ],
+)
+def test_deep_nesting_is_a_line_error_never_a_recursion_error(tmp_path: Path, line: str, problem: str | None) -> None:
+    path = write_lines(tmp_path, '{"contents": "first"}', line)
+    if problem is None:
+        assert read(path)[1].meta["m"] is not None
+    else:
+        assert error_for(path).startswith(f"{path}, {problem.replace('line 1', 'line 2')}")
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        (r'{"contents": "\ud800"}', r"field 'contents' is not valid Unicode: lone surrogate '\ud800' at character 0"),
+        (r'{"contents": "ok", "title": "a\udfff"}', r"field 'title' is not valid Unicode: lone surrogate '\udfff'"),
+        (r'{"contents": "ok", "tags": ["x", "\ud83d"]}', r"field 'tags[1]' is not valid Unicode"),
+        (r'{"contents": "ok", "m": {"\ud800": 1}}', r"a key in field 'm' is not valid Unicode"),
+        (r'{"_id": "\udc00", "text": "ok"}', r"field '_id' is not valid Unicode"),
+    ],
+)
+def test_a_lone_surrogate_escape_is_refused_naming_the_field(tmp_path: Path, line: str, problem: str) -> None:
+    """A ``\\ud800`` escape parses to a string no store can encode: refused here, before anything is written."""
+    path = write_lines(tmp_path, line)
+    assert error_for(path).startswith(f"{path}, line 1: {problem}")
+
+
+def test_a_surrogate_pair_escape_is_one_valid_character(tmp_path: Path) -> None:
+    path = write_lines(tmp_path, r'{"contents": "smile \ud83d\ude00"}')
+    assert read(path)[0].content == "smile \U0001f600"
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("NaN", "invalid JSON: NaN is not a JSON value"),
+        ("-Infinity", "invalid JSON: -Infinity is not a JSON value"),
+        ("1e400", "invalid JSON: number 1e400 is out of the float range"),
+        ("9" * 5000, "invalid JSON: Exceeds the limit"),
+    ],
+)
+def test_numbers_outside_standard_json_are_line_errors(tmp_path: Path, value: str, problem: str) -> None:
+    path = write_lines(tmp_path, '{"contents": "x", "score": ' + value + "}")
+    assert error_for(path).startswith(f"{path}, line 1: {problem}")
+
+
+def test_a_line_over_16_mib_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as f:
+        f.write(b'{"contents": "fine"}\n{"contents": "' + b"x" * (16 * 1024 * 1024) + b'"}\n')
+    assert error_for(path) == f"{path}, line 2: line longer than 16,777,216 bytes (16 MiB)"
+
+
+def test_a_large_line_under_the_limit_is_read(tmp_path: Path) -> None:
+    text = "word " * 1_000_000
+    path = write_lines(tmp_path, json.dumps({"id": "big", "contents": text}))
+    assert read(path)[0].content == text
 
 
 @pytest.mark.parametrize("content", [b"", b"\n\n  \n"])

@@ -13,13 +13,14 @@ Decisions, so nothing is skipped silently:
 * ``meta["corpus_line"]`` is the 1-based physical line number; the output list keeps file order, so output
   position ``i`` is row ``i`` of an embeddings matrix built from it.
 * Keys other than the id and text fields go to ``meta`` unchanged (``title`` included).
-* Blank lines at the end of the file (editors add them) are ignored; a blank line followed by more data is an
-  error. A UTF-8 byte-order mark at the start of the file is ignored.
+* Each line passes the rules of :mod:`components.converters.jsonl_lines`, the one JSONL line reader that the
+  BEIR loader shares: strict UTF-8 (a BOM and CRLF endings are fine), standard JSON, nesting at most 100 deep,
+  valid Unicode in every string (no lone surrogate from a ``\ud800`` escape), at most 16 MiB a line; trailing
+  blank lines are ignored, a blank line before more data is an error.
 * Every other problem raises :class:`CorpusFormatError` naming the file, the line and the field.
 """
 
 import asyncio
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,28 +29,11 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-_BOM = b"\xef\xbb\xbf"
+from components.converters.jsonl_lines import CorpusFormatError, iter_json_objects, json_type
+
+__all__ = ["CorpusFormatError", "JSONLCorpusReader", "iter_corpus"]
+
 _RESERVED_META = "corpus_line"
-_JSON_TYPE_NAMES = {
-    dict: "object",
-    list: "array",
-    str: "string",
-    int: "number",
-    float: "number",
-    bool: "boolean",
-    type(None): "null",
-}
-
-
-class CorpusFormatError(ValueError):
-    """A corpus line that cannot become a Document; the message names file, 1-based line and problem."""
-
-    def __init__(self, path: str | os.PathLike, line: int | None, problem: str) -> None:
-        self.path = str(path)
-        self.line = line
-        self.problem = problem
-        where = f"{self.path}, line {line}" if line is not None else self.path
-        super().__init__(f"{where}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -59,11 +43,6 @@ class _Layout:
     content: str
     id: str
     title_in_content: bool
-
-
-def _json_type(value: Any) -> str:
-    """JSON name of a parsed value's type, for error messages."""
-    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 def _detect_layout(
@@ -82,33 +61,13 @@ def _detect_layout(
     return _Layout(content=content, id=ident, title_in_content=with_title)
 
 
-def _decode(raw: bytes, path: Path, line_no: int) -> str:
-    """Decode one line as strict UTF-8, naming the first bad byte and its column."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        bad = raw[e.start]
-        raise CorpusFormatError(path, line_no, f"not valid UTF-8 (byte 0x{bad:02x} at column {e.start + 1})") from None
-
-
-def _parse_object(text: str, path: Path, line_no: int) -> dict:
-    """Parse one line into a JSON object."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CorpusFormatError(path, line_no, f"invalid JSON: {e.msg} (column {e.colno})") from None
-    if not isinstance(obj, dict):
-        raise CorpusFormatError(path, line_no, f"expected a JSON object, got {_json_type(obj)}")
-    return obj
-
-
 def _take_id(obj: dict, field: str, path: Path, line_no: int) -> str:
     """Pop the id field; integers become strings, a missing id becomes the line number."""
     value = obj.pop(field, None)
     if value is None:
         return str(line_no)
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise CorpusFormatError(path, line_no, f"field '{field}' must be a string or integer, got {_json_type(value)}")
+        raise CorpusFormatError(path, line_no, f"field '{field}' must be a string or integer, got {json_type(value)}")
     if value == "":
         raise CorpusFormatError(path, line_no, f"field '{field}' must not be empty")
     return str(value)
@@ -122,7 +81,7 @@ def _take_string(obj: dict, field: str, path: Path, line_no: int, *, required: b
         return None
     value = obj[field]
     if not isinstance(value, str):
-        raise CorpusFormatError(path, line_no, f"field '{field}' must be a string, got {_json_type(value)}")
+        raise CorpusFormatError(path, line_no, f"field '{field}' must be a string, got {json_type(value)}")
     return value
 
 
@@ -158,26 +117,14 @@ def iter_corpus(
     path = Path(path)
     layout: _Layout | None = None
     seen: dict[str, int] = {}
-    first_blank: int | None = None
-    with path.open("rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            if line_no == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM) :]
-            if not raw.strip():
-                first_blank = first_blank or line_no
-                continue
-            if first_blank is not None:
-                raise CorpusFormatError(path, first_blank, "blank line inside the corpus (one JSON object per line)")
-            obj = _parse_object(_decode(raw.rstrip(b"\r\n"), path, line_no), path, line_no)
-            if layout is None:
-                layout = _detect_layout(obj, (content_field, id_field, title_in_content), path, line_no)
-            doc = _to_document(obj, layout, path, line_no)
-            if doc.id in seen:
-                raise CorpusFormatError(path, line_no, f"duplicate id '{doc.id}' (first used on line {seen[doc.id]})")
-            seen[doc.id] = line_no
-            yield doc
-    if layout is None:
-        raise CorpusFormatError(path, None, "empty file: no JSON objects")
+    for line_no, obj in iter_json_objects(path):
+        if layout is None:
+            layout = _detect_layout(obj, (content_field, id_field, title_in_content), path, line_no)
+        doc = _to_document(obj, layout, path, line_no)
+        if doc.id in seen:
+            raise CorpusFormatError(path, line_no, f"duplicate id '{doc.id}' (first used on line {seen[doc.id]})")
+        seen[doc.id] = line_no
+        yield doc
 
 
 @component
