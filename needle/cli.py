@@ -6,8 +6,9 @@
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
     needle serve DIR [--host H] [--port P]      (Hayhooks: POST /<mode>_search/run {"query": ...})
 
-User errors (missing corpus, missing index, wrong model, bad corpus line) print one line on stderr and
-exit with status 2; set NEEDLE_DEBUG=1 to see the traceback instead.
+User errors (missing corpus, missing or broken index, wrong model, bad corpus line, a bad query or --top-k,
+an --out that is a file, read-only or someone else's directory, another `needle index` writing the same
+directory) print one line on stderr and exit with status 2; set NEEDLE_DEBUG=1 to see the traceback instead.
 """
 
 import argparse
@@ -17,7 +18,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
+from haystack.document_stores.errors import DocumentStoreError
+
+from components.checks import MAX_TOP_K, check_queries
 from needle.index_dir import DEFAULT_MODEL, NeedleError
 from needle.search import MODES
 
@@ -44,6 +49,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     from needle.index_dir import as_hits
     from needle.search import Searcher
 
+    check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
     transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar above the answers
     searcher = Searcher(Path(args.index_dir), mode=args.mode, top_k=args.top_k, model=args.model)
     results = searcher.search(args.queries)
@@ -91,16 +97,24 @@ def cmd_serve(args: argparse.Namespace) -> None:
     serve(Path(args.index_dir), host=args.host, port=args.port, cors_origins=args.cors_origin or [])
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit 2), like every other needle error."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``<prog>: error: <message>`` and where to find the usage, then exit with status 2."""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every sub-command."""
-    p = argparse.ArgumentParser(prog="needle", description="Retrieval indexes built from Haystack pipelines.")
+    p = OneLineParser(prog="needle", description="Retrieval indexes built from Haystack pipelines.")
     sub = p.add_subparsers(dest="command", required=True)
 
     ix = sub.add_parser("index", help="embed a corpus JSONL and index it (FAISS, optionally BM25)")
     ix.add_argument("corpus", help="corpus JSONL (UltraRAG `contents` lines or BEIR `_id`/`title`/`text` lines)")
-    ix.add_argument("--out", required=True, help="index directory to create")
+    ix.add_argument("--out", required=True, help="index directory to create, or an index to rebuild (atomically)")
     ix.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model (default {DEFAULT_MODEL})")
-    ix.add_argument("--overwrite", action="store_true", help="re-encode even if DIR/embeddings.npy matches")
+    ix.add_argument("--overwrite", action="store_true", help="re-encode even if the index's embeddings match")
     ix.add_argument("--bm25", action="store_true", help="also build a BM25 index")
     ix.add_argument("--no-dense", action="store_true", help="BM25 only: skip embeddings and FAISS")
     ix.add_argument("--lang", default="en", choices=["en", "zh", "character"], help="BM25 tokenizer language")
@@ -109,7 +123,7 @@ def parser() -> argparse.ArgumentParser:
     se = sub.add_parser("search", help="search an index directory")
     se.add_argument("index_dir", help="directory made by `needle index`")
     se.add_argument("queries", nargs="+", metavar="QUERY")
-    se.add_argument("--top-k", type=positive_int, default=5, help="hits per query (default 5)")
+    se.add_argument("--top-k", type=top_k_number, default=5, help=f"hits per query, 1-{MAX_TOP_K} (default 5)")
     se.add_argument("--mode", choices=MODES, help="default: hybrid when the index has both parts; rrf = "
                     "Haystack's reciprocal rank fusion of the same two lists")
     se.add_argument("--model", help="query model; must be the one the index was built with")
@@ -141,11 +155,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+def top_k_number(text: str) -> int:
+    """argparse type: hits per query, an integer in [1, MAX_TOP_K] (the range every retriever accepts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer in [1, {MAX_TOP_K}], got {text!r}") from None
+    if not 1 <= value <= MAX_TOP_K:
+        raise argparse.ArgumentTypeError(f"must be an integer in [1, {MAX_TOP_K}], got {value}")
     return value
 
 
@@ -157,7 +174,9 @@ def port_number(text: str) -> int:
     return value
 
 
-USER_ERRORS = (NeedleError, ValueError, FileNotFoundError, PermissionError)
+# DocumentStoreError covers DirectoryLockedError (another writer) and damaged store files; OSError a full disk,
+# a read-only place or a missing file.
+USER_ERRORS = (NeedleError, ValueError, DocumentStoreError, OSError)
 
 
 def user_error(error: BaseException) -> BaseException | None:

@@ -1,37 +1,40 @@
-"""An index directory as the CLI builds it: a manifest plus one sub-directory per retrieval mode.
+"""An index directory as the CLI builds it: generations, each holding a manifest plus one part per retrieval mode.
 
-Layout of ``needle index CORPUS --out DIR``::
+Layout of one generation (see ``needle.index_generations`` for the directory around it)::
 
-    DIR/needle.json          manifest: model, dimension, corpus, document count, modes
-    DIR/embeddings.npy       corpus embeddings, row i = corpus line i (the seed's embedding file)
-    DIR/dense/               FAISS document store (vectors + documents)
-    DIR/bm25/                BM25 index (when built with --bm25)
-    DIR/<mode>_search.yaml   the search pipelines with this directory's paths filled in (Hayhooks-ready)
+    DIR/gen-NNNNNN/manifest.json        model, dimension, corpus file name, document count, modes, file sizes
+    DIR/gen-NNNNNN/embeddings.npy       corpus embeddings, row i = corpus line i (+ its fingerprint .json)
+    DIR/gen-NNNNNN/dense/               FAISS document store (vectors + documents)
+    DIR/gen-NNNNNN/bm25/                BM25 index (when built with --bm25; reads documents from dense/)
+    DIR/gen-NNNNNN/<mode>_search.yaml   the search pipelines, with paths relative to DIR: they load (and
+                                        Hayhooks serves them) with DIR as the working directory
+
+``fill_search_pipeline`` gives the same pipelines with absolute paths for wherever DIR is now.
 """
 
-import json
-import os
-import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from haystack import Document
+from haystack.core.errors import PipelineRuntimeError
+
+from components.embedders.embedding_file import EmbeddingFileError
 
 from needle import pipeline_files as pf
+from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live
 
-MANIFEST = "needle.json"
+__all__ = ["DEFAULT_MODEL", "IndexManifest", "NeedleError", "as_hits", "fill_search_pipeline"]
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-class NeedleError(Exception):
-    """A user-facing error: the CLI prints its message on one line, without a traceback."""
+PARTS = ("dense", "bm25")
 
 
 @dataclass
 class IndexManifest:
-    """What an index directory holds and how it was built; searches check queries against it."""
+    """What an index generation holds and how it was built; searches check queries against it."""
 
     corpus: str
     documents: int
@@ -40,79 +43,111 @@ class IndexManifest:
     dim: int | None = None
     bm25_lang: str | None = None
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
 
-    def save(self, index_dir: Path) -> None:
-        """Write the manifest atomically, so a crash never leaves a half-written one."""
-        tmp = index_dir / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
-        os.replace(tmp, index_dir / MANIFEST)
+    def recorded(self) -> dict[str, Any]:
+        """The fields recorded in the generation's manifest (everything but ``generation``)."""
+        return {k: v for k, v in asdict(self).items() if k != "generation"}
 
     @classmethod
     def load(cls, index_dir: Path) -> "IndexManifest":
-        """Read DIR/needle.json, or explain what is missing or broken."""
-        path = index_dir / MANIFEST
-        if not index_dir.is_dir():
-            raise NeedleError(f"index directory not found: {index_dir} (build one with `needle index CORPUS --out DIR`)")
-        if not path.is_file():
-            raise NeedleError(f"{index_dir} is not a needle index: {path} is missing (build one with `needle index`)")
+        """Read the manifest of DIR's live generation, or explain in one line what is missing or broken."""
+        index_dir = Path(index_dir)
+        generation, recorded = read_live(index_dir)
+        names = {f.name for f in fields(cls)} - {"generation"}
         try:
-            return cls(**json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, TypeError) as e:
-            raise NeedleError(f"corrupted index manifest {path}: {e}") from e
+            manifest = cls(**{k: v for k, v in recorded.items() if k in names}, generation=generation.name)
+        except TypeError as e:
+            raise NeedleError(f"corrupted index manifest in {generation}: {e}") from e
+        manifest.check(generation)
+        return manifest
+
+    def check(self, generation: Path) -> None:
+        """Refuse field values no build writes (a tampered or damaged manifest), naming the field."""
+        where = f"corrupted index manifest in {generation}"
+        if not isinstance(self.documents, int) or isinstance(self.documents, bool) or self.documents < 0:
+            raise NeedleError(f"{where}: documents must be a count, got {self.documents!r}")
+        if not isinstance(self.modes, list) or not self.modes or not set(self.modes) <= set(PARTS) or \
+                len(set(self.modes)) != len(self.modes):
+            raise NeedleError(f"{where}: modes must list some of {', '.join(PARTS)}, got {self.modes!r}")
+        if "dense" in self.modes and not (isinstance(self.model, str) and isinstance(self.dim, int) and self.dim > 0):
+            raise NeedleError(f"{where}: a dense part needs a model name and a dimension, got {self.model!r}, {self.dim!r}")
 
 
-def build_dense(corpus: Path, index_dir: Path, model: str, overwrite: bool) -> tuple[int, int]:
-    """Run pipelines/dense_index.yaml into INDEX_DIR; returns (documents written, embedding dimension)."""
+def build_dense(corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None) -> tuple[int, int]:
+    """
+    Run pipelines/dense_index.yaml into GENERATION; returns (documents written, embedding dimension).
+
+    ``reuse`` is the previous generation's embedding file: linked in first, the embedder keeps it when its
+    fingerprint matches this model and corpus, and refuses it otherwise (``--overwrite`` re-encodes).
+    """
+    npy = generation / EMBEDDINGS
+    if reuse is not None and not overwrite:
+        link_or_copy(reuse, npy)
+        sidecar = Path(f"{reuse}.json")
+        if sidecar.is_file():
+            link_or_copy(sidecar, Path(f"{npy}.json"))
     data = pf.load_template("dense_index")
     pf.set_init_param(data, "embedder.model", model)
-    pf.set_init_param(data, "embedder.embedding_path", str(index_dir / "embeddings.npy"))
+    pf.set_init_param(data, "embedder.embedding_path", str(npy))
     pf.set_init_param(data, "embedder.overwrite", overwrite)
-    pf.set_init_param(data, "writer.document_store.path", str(index_dir / "dense"))
-    shutil.rmtree(index_dir / "dense", ignore_errors=True)
-    written = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
-    return written, int(np.load(index_dir / "embeddings.npy", mmap_mode="r").shape[1])
+    pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
+    try:
+        written = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+    except PipelineRuntimeError as e:
+        if isinstance(e.__cause__, EmbeddingFileError):
+            raise NeedleError(f"the index's embeddings cannot be reused ({e.__cause__}); rerun with --overwrite") from e
+        raise
+    return written, int(np.load(npy, mmap_mode="r").shape[1])
 
 
-def build_bm25(corpus: Path, index_dir: Path, lang: str, share_documents: bool) -> int:
-    """Run pipelines/bm25_index.yaml into INDEX_DIR/bm25 (documents read from the dense part when there is one).
+def build_bm25(corpus: Path, generation: Path, lang: str, documents_from: Path | None) -> int:
+    """
+    Run pipelines/bm25_index.yaml into GENERATION/bm25; returns the number of documents written.
 
-    Returns the number of documents written.
+    ``documents_from``: the dense part of the same generation, where it will be once live; the BM25 part then
+    stores no documents of its own and reads them from there.
     """
     data = pf.load_template("bm25_index")
-    pf.set_init_param(data, "writer.document_store.path", str(index_dir / "bm25"))
+    pf.set_init_param(data, "writer.document_store.path", str(generation / "bm25"))
     pf.set_init_param(data, "writer.document_store.lang", lang)
-    if share_documents:
-        pf.set_init_param(data, "writer.document_store.document_store_path", str(index_dir.resolve() / "dense"))
-    shutil.rmtree(index_dir / "bm25", ignore_errors=True)
+    if documents_from is not None:
+        pf.set_init_param(data, "writer.document_store.document_store_path", str(documents_from))
     return pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
 
 
-def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict:
-    """Fill pipelines/<name>_search.yaml with this index's paths, model and top_k."""
+def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict:
+    """Fill pipelines/<name>_search.yaml with the paths of the manifest's generation under BASE, model and top_k."""
     data = pf.load_template(f"{name}_search")
     names = list(data["components"])
+    root = base / manifest.generation
     if "embedder" in names:
         pf.set_init_param(data, "embedder.model", manifest.model)
-    for name in names:
-        store = data["components"][name]["init_parameters"].get("document_store")
+    for component in names:
+        params = data["components"][component]["init_parameters"]
+        store = params.get("document_store")
         if store is not None:
             sub = "dense" if "FAISS" in store["type"] else "bm25"
-            pf.set_init_param(data, f"{name}.document_store.path", str(index_dir.resolve() / sub))
-            if sub == "bm25" and "dense" in manifest.modes:
-                shared = str(index_dir.resolve() / "dense")
-                pf.set_init_param(data, f"{name}.document_store.document_store_path", shared)
-        params = data["components"][name]["init_parameters"]
+            pf.set_init_param(data, f"{component}.document_store.path", str(root / sub))
+            if sub == "bm25":
+                shared = str(root / "dense") if "dense" in manifest.modes else None
+                pf.set_init_param(data, f"{component}.document_store.document_store_path", shared)
         if "top_k" in params:
             # The component that answers gets top_k; candidate generators before it keep at least as many.
-            final = name == data["outputs"]["documents"].split(".", 1)[0]
-            pf.set_init_param(data, f"{name}.top_k", top_k if final else max(top_k, params["top_k"]))
+            final = component == data["outputs"]["documents"].split(".", 1)[0]
+            pf.set_init_param(data, f"{component}.top_k", top_k if final else max(top_k, params["top_k"]))
     return data
 
 
-def save_search_pipelines(index_dir: Path, manifest: IndexManifest, modes: list[str]) -> None:
-    """Write DIR/<mode>_search.yaml for each mode, ready for `hayhooks run --pipelines-dir DIR`."""
+def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict:
+    """Fill pipelines/<name>_search.yaml with absolute paths of the manifest's generation where DIR is now."""
+    return search_pipeline(Path(index_dir).resolve(), manifest, name, top_k)
+
+
+def save_search_pipelines(generation: Path, manifest: IndexManifest, modes: list[str]) -> None:
+    """Write <mode>_search.yaml for each mode into GENERATION, with paths relative to the index directory."""
     for mode in modes:
-        pf.dump(fill_search_pipeline(index_dir, manifest, mode), index_dir / f"{mode}_search.yaml")
+        pf.dump(search_pipeline(Path("."), manifest, mode), generation / f"{mode}_search.yaml")
 
 
 def as_hits(documents: list[Document]) -> list[dict]:

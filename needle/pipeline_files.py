@@ -56,7 +56,8 @@ class QueryPipeline:
     ``documents`` output holds one list per query.
     """
 
-    def __init__(self, data: dict[str, Any], source: str, input_name: str = "query") -> None:
+    def __init__(self, data: dict[str, Any], source: str, input_name: str = "query", warm_up: bool = True) -> None:
+        """Check the declared blocks and build the pipeline; ``warm_up=False`` leaves loading models to the caller."""
         inputs, outputs = data.get("inputs") or {}, data.get("outputs") or {}
         if input_name not in inputs or "documents" not in outputs:
             raise ValueError(
@@ -69,7 +70,8 @@ class QueryPipeline:
         self.targets = [t.split(".", 1) for t in targets]
         self.output = outputs["documents"].split(".", 1)
         self.pipeline = build(data)
-        self.pipeline.warm_up()
+        if warm_up:
+            self.pipeline.warm_up()
 
     def run(self, query: str | list[str]) -> list:
         """Feed the query (or all queries) to every declared target socket; return the documents output."""

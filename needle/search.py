@@ -3,9 +3,12 @@
 from pathlib import Path
 
 from haystack import Document
+from haystack.document_stores.errors import DocumentStoreError
 
+from components.checks import check_queries, check_top_k
 from needle import pipeline_files as pf
 from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
+from needle.index_generations import live_name, rebuild_hint
 
 MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion, for comparison
 # Which pipeline answers a list of queries in each mode: batch pipelines take all queries in one run.
@@ -39,11 +42,27 @@ def check_model(manifest: IndexManifest, model: str | None, index_dir: Path) -> 
 
 
 class Searcher:
-    """Builds the search pipeline for one index and mode once, then answers batches of queries."""
+    """
+    Builds the search pipeline for one index and mode once, then answers batches of queries.
+
+    It opens the generation live when it starts and keeps answering from it, even after a rebuild switches
+    the index to a newer one; a generation removed while it was being opened is retried once from the pointer.
+    """
 
     def __init__(self, index_dir: Path, mode: str | None = None, top_k: int = 5, model: str | None = None) -> None:
         self.index_dir = Path(index_dir)
-        self.manifest = IndexManifest.load(self.index_dir)
+        check_top_k(top_k)
+        for attempt in (1, 2):
+            self.manifest = IndexManifest.load(self.index_dir)
+            try:
+                self._open(mode, top_k, model)
+                return
+            except (NeedleError, DocumentStoreError, OSError):
+                if attempt == 2 or live_name(self.index_dir) == self.manifest.generation:
+                    raise
+
+    def _open(self, mode: str | None, top_k: int, model: str | None) -> None:
+        """Check mode and model, build the pipeline, load the stores (checking their counts), then the model."""
         self.mode = mode or best_mode(self.manifest)
         if self.mode not in MODES:
             raise NeedleError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
@@ -52,10 +71,30 @@ class Searcher:
         self.batched = self.mode in BATCH_PIPELINES
         template = BATCH_PIPELINES.get(self.mode, self.mode)
         data = fill_search_pipeline(self.index_dir, self.manifest, template, top_k)
-        self.runner = pf.QueryPipeline(data, f"{template}_search", "queries" if self.batched else "query")
+        self.runner = pf.QueryPipeline(data, f"{template}_search", "queries" if self.batched else "query", False)
         self.pipeline = self.runner.pipeline
+        self._check_parts()
+        self.pipeline.warm_up()
         if "embedder" in data["components"]:
             self._check_dimension()
+
+    def _check_parts(self) -> None:
+        """Load every document store now and compare its count with the manifest's, naming the part that differs.
+
+        Loading first pins the generation (its files stay readable once open), and a missing or damaged part
+        is an error here rather than an empty answer later.
+        """
+        for name, component in self.pipeline.walk():
+            store = getattr(component, "document_store", None)
+            if store is None:
+                continue
+            count = store.count_documents()
+            if count != self.manifest.documents:
+                raise NeedleError(
+                    f"index {self.index_dir} is damaged: generation {self.manifest.generation} lists "
+                    f"{self.manifest.documents} documents but the store of `{name}` holds {count}; "
+                    f"{rebuild_hint(self.index_dir)}"
+                )
 
     def _check_dimension(self) -> None:
         """Embed a probe query and compare its size with the index's, before any real search."""
@@ -69,5 +108,6 @@ class Searcher:
             )
 
     def search(self, queries: list[str]) -> list[list[Document]]:
-        """Top-k documents for each query, in query order."""
+        """Top-k documents for each query, in query order; every query must pass ``components.checks``."""
+        check_queries(queries)
         return self.runner.run_many(queries)

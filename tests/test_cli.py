@@ -1,6 +1,7 @@
 """The `needle` CLI end to end on the shipped sample corpus: index, search, --json, and one-line errors."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,17 +30,36 @@ def run_json(capsys: pytest.CaptureFixture, *argv: str) -> list:
     return json.loads(capsys.readouterr().out)
 
 
-def test_index_writes_manifest_embeddings_and_servable_pipelines(sample_index: Path) -> None:
-    manifest = json.loads((sample_index / "needle.json").read_text())
+def live_generation(index_dir: Path) -> Path:
+    """The generation directory CURRENT names."""
+    return index_dir / (index_dir / "CURRENT").read_text().strip()
+
+
+def test_index_writes_manifest_embeddings_and_pipelines_into_one_generation(sample_index: Path) -> None:
+    generation = live_generation(sample_index)
+    manifest = json.loads((generation / "manifest.json").read_text())
     n_lines = sum(1 for _ in SAMPLE.open())
-    assert manifest["documents"] == n_lines
+    assert manifest["documents"] == n_lines and manifest["corpus"] == SAMPLE.name
     assert manifest["dim"] == 384 and manifest["modes"] == ["dense", "bm25"]
     import numpy as np
 
-    emb = np.load(sample_index / "embeddings.npy")
+    emb = np.load(generation / "embeddings.npy")
     assert emb.shape == (n_lines, 384) and emb.dtype == np.float32
-    for mode in ("dense", "bm25", "hybrid"):
-        assert (sample_index / f"{mode}_search.yaml").is_file()
+    for mode in ("dense", "bm25", "hybrid", "rrf"):
+        assert (generation / f"{mode}_search.yaml").is_file()
+    assert sorted(p.name for p in sample_index.iterdir()) == ["CURRENT", "LOCK", generation.name]
+
+
+def test_generation_pipelines_load_with_the_index_directory_as_working_directory(
+    sample_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from haystack import Pipeline
+
+    text = (live_generation(sample_index) / "bm25_search.yaml").read_text()
+    assert str(sample_index) not in text and str(sample_index.resolve()) not in text
+    monkeypatch.chdir(sample_index)
+    docs = Pipeline.loads(text).run({"retriever": {"query": "read and write ZIP files"}})["retriever"]["documents"]
+    assert docs[0].id.startswith("zipfile")
 
 
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
@@ -94,9 +114,10 @@ def test_index_built_with_another_model_is_refused(sample_index: Path, capsys: p
 def test_index_of_another_dimension_is_refused(sample_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(sample_index, copy)
-    manifest = json.loads((copy / "needle.json").read_text())
+    path = live_generation(copy) / "manifest.json"
+    manifest = json.loads(path.read_text())
     manifest["dim"] = 768
-    (copy / "needle.json").write_text(json.dumps(manifest))
+    path.write_text(json.dumps(manifest))
     assert main(["search", str(copy), "q", "--mode", "dense"]) == 2
     assert "768-dimensional" in capsys.readouterr().err
 
@@ -104,7 +125,7 @@ def test_index_of_another_dimension_is_refused(sample_index: Path, tmp_path: Pat
 def test_bm25_only_index_searches_without_a_model(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "bm25only"
     assert main(["index", str(SAMPLE), "--out", str(out), "--bm25", "--no-dense"]) == 0
-    assert json.loads((out / "needle.json").read_text())["modes"] == ["bm25"]
+    assert json.loads((live_generation(out) / "manifest.json").read_text())["modes"] == ["bm25"]
     hits = run_json(capsys, str(out), "read and write ZIP files")
     assert hits[0][0]["id"].startswith("zipfile")
     assert main(["search", str(out), "q", "--mode", "dense"]) == 2
@@ -116,3 +137,43 @@ def test_console_script_prints_no_traceback(tmp_path: Path) -> None:
     proc = subprocess.run([str(exe), "search", str(tmp_path / "none"), "q"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and proc.stderr.startswith("needle: error:")
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid", "rrf"])
+def test_query_and_top_k_follow_one_rule_in_every_mode(
+    sample_index: Path, capsys: pytest.CaptureFixture, mode: str
+) -> None:
+    for argv, expected in (
+        (["", "--top-k", "3"], "QUERY[0] is empty"),
+        (["fine", "   "], "QUERY[1] is empty"),
+        (["bad \udcff byte"], "QUERY[0] is not valid Unicode"),
+    ):
+        capsys.readouterr()
+        assert main(["search", str(sample_index), *argv, "--mode", mode]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("needle: error:") and expected in err, err
+    for top_k in ("10001", "0", "two"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["search", str(sample_index), "q", "--mode", mode, "--top-k", top_k])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--top-k: must be an integer in [1, 10000]" in err, err
+
+
+def test_top_k_at_the_limit_is_accepted(sample_index: Path, capsys: pytest.CaptureFixture) -> None:
+    hits = run_json(capsys, str(sample_index), "thread", "--mode", "bm25", "--top-k", "10000")
+    assert 0 < len(hits[0]) <= 274
+
+
+def test_invalid_utf8_in_a_query_is_one_line_from_the_console_script(sample_index: Path) -> None:
+    exe = Path(sys.executable).with_name("needle")
+    proc = subprocess.run([str(exe), "search", str(sample_index), b"caf\xff", "--mode", "bm25"], capture_output=True)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2 and err.count("\n") == 1 and "not valid Unicode" in err and "Traceback" not in err
+
+
+def test_needle_debug_shows_the_traceback(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("needle")
+    env = {**os.environ, "NEEDLE_DEBUG": "1"}
+    proc = subprocess.run([str(exe), "search", str(tmp_path / "none"), "q"], capture_output=True, text=True, env=env)
+    assert proc.returncode != 0 and "Traceback" in proc.stderr and "index directory not found" in proc.stderr

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from needle import pipeline_files as pf
 from needle.eval import EvalResult, evaluate_run, load_beir, run_from_rankings
 from needle.index_dir import NeedleError
+from needle.index_generations import embeddings_file
 from needle.indexing import build_index
 from needle.search import Searcher
 
@@ -37,15 +38,26 @@ def default_index_dir(corpus: Path) -> Path:
 
 
 def index_for_eval(corpus: Path, index_dir: Path, mode: str, model: str) -> tuple[float, bool | None]:
-    """Build or refresh the index for MODE; returns (build seconds, whether the embedding cache was hit)."""
-    npy = index_dir / "embeddings.npy"
-    before = npy.stat().st_mtime_ns if npy.exists() else None
+    """Build or refresh the index for MODE; returns (build seconds, whether the embedding cache was hit).
+
+    The cache was hit when the new generation's embedding file is the previous one, carried over unchanged.
+    """
+    before = embedding_stamp(index_dir)
     start = time.perf_counter()
     build_index(corpus, index_dir, model=model, overwrite=False, dense=mode != "bm25", bm25=mode != "dense")
     took = time.perf_counter() - start
     if mode == "bm25":
         return took, None
-    return took, before is not None and before == npy.stat().st_mtime_ns
+    return took, before is not None and before == embedding_stamp(index_dir)
+
+
+def embedding_stamp(index_dir: Path) -> tuple[int, int] | None:
+    """Size and modification time of the live generation's embedding file, or None when it has none."""
+    npy = embeddings_file(index_dir)
+    if npy is None:
+        return None
+    stat = npy.stat()
+    return stat.st_size, stat.st_mtime_ns
 
 
 def pipeline_retriever(path: Path) -> Retrieve:
