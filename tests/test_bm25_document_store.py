@@ -4,6 +4,16 @@ import pytest
 from haystack import Document
 from haystack.document_stores.errors import DuplicateDocumentError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
+from haystack.testing.document_store_async import (
+    CountDocumentsAsyncTest,
+    CountDocumentsByFilterAsyncTest,
+    DeleteAllAsyncTest,
+    DeleteByFilterAsyncTest,
+    DeleteDocumentsAsyncTest,
+    FilterDocumentsAsyncTest,
+    UpdateByFilterAsyncTest,
+    WriteDocumentsAsyncTest,
+)
 from haystack.testing.document_store import (
     CountDocumentsByFilterTest,
     CountDocumentsTest,
@@ -41,9 +51,38 @@ class TestBM25DocumentStoreProtocol(
         """The default policy fails on an existing id and writes nothing of that batch."""
         docs = [Document(id="1", content="first"), Document(id="2", content="second")]
         assert document_store.write_documents(docs) == 2
-        with pytest.raises(DuplicateDocumentError, match="ID '2' already exists"):
+        with pytest.raises(DuplicateDocumentError, match=r"ID '2' \(documents\[1\]\) already exists"):
             document_store.write_documents([Document(id="3", content="third"), docs[1]])
         assert [d.id for d in document_store.filter_documents()] == ["1", "2"]
+
+
+class TestBM25DocumentStoreAsyncProtocol(
+    CountDocumentsAsyncTest,
+    CountDocumentsByFilterAsyncTest,
+    DeleteAllAsyncTest,
+    DeleteByFilterAsyncTest,
+    DeleteDocumentsAsyncTest,
+    FilterDocumentsAsyncTest,
+    UpdateByFilterAsyncTest,
+    WriteDocumentsAsyncTest,
+):
+    """The async twins (what DocumentWriter and Hayhooks call) against Haystack's async suites."""
+
+    @pytest.fixture(params=["memory", "saved"])
+    def document_store(self, request: pytest.FixtureRequest, tmp_path) -> BM25DocumentStore:
+        """A store kept in memory, or one that saves itself after every write."""
+        return BM25DocumentStore(path=str(tmp_path / "bm25") if request.param == "saved" else None)
+
+    async def test_write_documents_async(self, document_store: BM25DocumentStore) -> None:
+        """A write is searchable through the async retrieval twins; a duplicate fails like the sync call."""
+        doc = Document(id="1", content="saturn rings of ice")
+        assert await document_store.write_documents_async([doc]) == 1
+        with pytest.raises(DuplicateDocumentError):
+            await document_store.write_documents_async([doc])
+        assert [d.id for d in await document_store.bm25_retrieval_async("ice rings")] == ["1"]
+        assert [[d.id for d in hits] for hits in await document_store.bm25_retrieval_batch_async(["ice", "x"])] == [
+            ["1"], []
+        ]
 
 
 def test_written_documents_are_searchable_and_reloaded_after_autosave(tmp_path) -> None:
@@ -83,9 +122,9 @@ def test_get_documents_by_id_keeps_the_order_and_names_missing_ids() -> None:
 
 def test_write_documents_names_the_bad_item() -> None:
     """A non-Document in the list is refused with its position; a non-list with its type."""
-    with pytest.raises(ValueError, match="item #1 is a str"):
+    with pytest.raises(ValueError, match=r"documents\[1\] must be a Document, got str"):
         BM25DocumentStore().write_documents([Document(content="ok"), "not a document"])
-    with pytest.raises(ValueError, match="write_documents expects a list of Documents, got tuple"):
+    with pytest.raises(ValueError, match="documents must be a list of Documents, got tuple"):
         BM25DocumentStore().write_documents((Document(content="ok"),))
 
 
@@ -93,7 +132,7 @@ def test_write_documents_names_the_bad_item() -> None:
     ("kwargs", "message"),
     [
         ({"lang": "fr"}, "lang must be one of en, zh, character; got 'fr'"),
-        ({"tokenizer": "not a path"}, "tokenizer must be an import path 'package.module:function'"),
+        ({"tokenizer": "os:system"}, "tokenizer must be one of en, zh, character, whitespace, words or a Python function"),
         ({"method": "bm26"}, "method must be one of lucene, robertson, atire, bm25l, bm25\\+; got 'bm26'"),
         ({"k1": -1}, "k1 must be a number >= 0; got -1"),
         ({"b": 1.5}, "b must be a number in \\[0, 1\\]; got 1.5"),

@@ -95,7 +95,7 @@ def test_a_second_save_replaces_the_generation_and_leaves_no_partial(saved: Path
     (saved / "gen-000099.partial").mkdir()
     store = BM25DocumentStore(path=str(saved))
     store.write_documents([Document(id="venus", content="Venus is the hottest planet")])
-    assert sorted(p.name for p in saved.iterdir()) == ["CURRENT", "gen-000100"]
+    assert sorted(p.name for p in saved.iterdir()) == ["CURRENT", "LOCK", "gen-000100"]
     assert BM25DocumentStore(path=str(saved)).count_documents() == 4
 
 
@@ -217,7 +217,9 @@ def test_documents_can_live_only_in_the_sibling_faiss_store(tmp_path: Path) -> N
     BM25DocumentStore(path=str(tmp_path / "bm25"), document_store_path=str(tmp_path / "dense")).write_documents(DOCS)
     assert not (generation(tmp_path / "bm25") / "documents.jsonl").exists()
     loaded = BM25DocumentStore(path=str(tmp_path / "bm25"))
-    assert loaded.settings["document_store_path"] == str(tmp_path / "dense")
+    assert loaded.settings["document_store_path"] == str((tmp_path / "dense").resolve())
+    manifest = json.loads((generation(tmp_path / "bm25") / "manifest.json").read_text())
+    assert manifest["document_store_path"] == "../dense"
     hits = loaded.bm25_retrieval("red planet", filters={"field": "meta.kind", "operator": "==", "value": "planet"})
     assert [(d.id, d.content) for d in hits] == [("mars", DOCS[2].content)]
 

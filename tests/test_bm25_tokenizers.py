@@ -1,7 +1,9 @@
-"""The BM25 tokenizers: what terms each language setting produces, user tokenizers and their errors."""
+"""The BM25 tokenizers: what terms each built-in produces, Python functions passed in code, and refused names."""
 
 import pytest
 from haystack import Document
+from haystack.core.errors import SerializationError
+from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25.document_store import BM25DocumentStore
 from components.stores.bm25.tokenizers import BM25Tokenizer
@@ -24,31 +26,54 @@ def test_character_gives_cjk_unigrams_and_bigrams_and_whole_latin_words() -> Non
     assert BM25Tokenizer("character")(["한국어 ABC"]) == [["한", "국", "어", "한국", "국어", "abc"]]
 
 
-def test_a_user_tokenizer_is_an_import_path_and_saves_with_the_index(tmp_path) -> None:
-    """tokenizer='shlex:split' is used for documents and queries, serialized, and restored on load."""
+def test_whitespace_and_words_are_built_in_by_name() -> None:
+    """whitespace splits at spaces only (punctuation stays); words keeps runs of word characters, no stemming."""
+    assert BM25Tokenizer(tokenizer="whitespace")(["Foo-Bar  the x.y"]) == [["foo-bar", "the", "x.y"]]
+    assert BM25Tokenizer(tokenizer="words")(["Foo-Bar the running"]) == [["foo", "bar", "the", "running"]]
+
+
+def test_a_built_in_tokenizer_name_saves_with_the_index(tmp_path) -> None:
+    """tokenizer='whitespace' is used for documents and queries, and restored on load without being given."""
     path = str(tmp_path / "bm25")
-    store = BM25DocumentStore(path=path, tokenizer="shlex:split")
-    store.write_documents([Document(id="1", content="Case Sensitive words"), Document(id="2", content="case words")])
+    BM25DocumentStore(path=path, tokenizer="whitespace").write_documents(
+        [Document(id="1", content="error-code E42 raised"), Document(id="2", content="error code")]
+    )
     loaded = BM25DocumentStore(path=path)
-    assert loaded.settings["tokenizer"] == "shlex:split"
-    assert [d.id for d in loaded.bm25_retrieval("Case")] == ["1"]
+    assert loaded.settings["tokenizer"] == "whitespace"
+    assert [d.id for d in loaded.bm25_retrieval("error-code")] == ["1"]
 
 
-@pytest.mark.parametrize(
-    ("import_path", "message"),
-    [
-        ("no_such_module_xyz:f", "tokenizer no_such_module_xyz:f: cannot import module 'no_such_module_xyz'"),
-        ("shlex:nope", "tokenizer shlex:nope: module 'shlex' has no attribute 'nope'"),
-        ("shlex:__doc__", "tokenizer shlex:__doc__: '__doc__' is not callable"),
-    ],
-)
-def test_unusable_user_tokenizers_are_reported_on_first_use(import_path: str, message: str) -> None:
-    """An import path that does not lead to a function fails clearly the first time text is tokenized."""
-    with pytest.raises(ValueError, match=message):
-        BM25Tokenizer(tokenizer=import_path)(["text"])
+def _case_sensitive(text: str) -> list[str]:
+    return text.split()
 
 
-def test_a_user_tokenizer_returning_the_wrong_type_is_reported_with_the_text() -> None:
+def test_a_python_function_works_in_code_but_is_never_serialized(tmp_path) -> None:
+    """A callable tokenizes; to_dict refuses it; the index records 'custom' and reopens only with a function."""
+    path = str(tmp_path / "bm25")
+    store = BM25DocumentStore(path=path, tokenizer=_case_sensitive)
+    store.write_documents([Document(id="1", content="Case Sensitive words"), Document(id="2", content="case words")])
+    assert [d.id for d in store.bm25_retrieval("Case")] == ["1"]
+    with pytest.raises(SerializationError, match="Python function as tokenizer cannot be serialized"):
+        store.to_dict()
+    with pytest.raises(DocumentStoreError, match=r"manifest\.json: this index was built with a custom Python tokenizer"):
+        BM25DocumentStore(path=path).count_documents()
+    assert [d.id for d in BM25DocumentStore(path=path, tokenizer=_case_sensitive).bm25_retrieval("Case")] == ["1"]
+    BM25DocumentStore(path=str(tmp_path / "plain")).write_documents([Document(content="xylophone")])
+    with pytest.raises(ValueError, match="tokenizer=a Python function contradicts the index saved"):
+        BM25DocumentStore(path=str(tmp_path / "plain"), tokenizer=_case_sensitive).count_documents()
+
+
+@pytest.mark.parametrize("name", ["os:system", "shlex:split", "custom", "", 42])
+def test_names_that_are_not_built_in_are_refused_at_init(name: object) -> None:
+    """Import paths are not tokenizers any more: nothing named in data is imported or called."""
+    with pytest.raises(ValueError, match="tokenizer must be one of en, zh, character, whitespace, words"):
+        BM25DocumentStore(tokenizer=name)
+
+
+def test_a_python_function_returning_the_wrong_type_is_reported_with_the_text() -> None:
     """A function that does not return list[str] is named with the position of the text it failed on."""
-    with pytest.raises(TypeError, match=r"tokenizer json:loads must return list\[str\]; for text #1 it returned int"):
-        BM25Tokenizer(tokenizer="json:loads")(['["fine"]', "42"])
+    def length(text: str) -> object:
+        return [text] if text == "a" else len(text)
+
+    with pytest.raises(TypeError, match=r"tokenizer .*length must return list\[str\]; for text #1 it returned int"):
+        BM25Tokenizer(tokenizer=length)(["a", "bb"])

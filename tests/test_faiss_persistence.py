@@ -51,7 +51,7 @@ def test_store_is_lazy_and_only_the_live_generation_is_kept(tmp_path: Path) -> N
     _, docs = corpus(5)
     for doc in docs:
         store.write_documents([doc])
-    assert sorted(p.name for p in path.iterdir()) == ["CURRENT", "gen-00000005"]
+    assert sorted(p.name for p in path.iterdir()) == ["CURRENT", "LOCK", "gen-00000005"]
 
 
 def test_without_autosave_changes_wait_for_save(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +105,10 @@ class Generations:
         """
         Write a new generation with ``writer`` and make it the live one, crash-safely (see the module docstring).
 
+        A failure before the switch (the writer raising, a full disk) removes the partial generation and leaves
+        the live one as it was. Each manifest gets a random ``generation_id``, so that a writer can tell its own
+        generation from another one of the same name (a directory rebuilt and swapped in by someone else).
+
         :param writer: fills the directory it is given and returns the manifest fields to record.
         :returns: the directory of the new live generation.
         """
@@ -111,22 +116,32 @@ class Generations:
         number = 1 + max((int(m.group(1)) for p in root.iterdir() if (m := self._match(p.name))), default=0)
         final = root / self._name(number)
         partial = root / f"{final.name}.partial"
-        partial.mkdir()
-        manifest = {**self.stamp, **writer(partial)}
+        staged = root / f"{POINTER}.tmp"
+        try:
+            partial.mkdir()
+            self._fill(partial, writer)
+            os.rename(partial, final)
+            _fsync(root)
+            staged.write_text(final.name + "\n", encoding="utf-8")
+            _fsync(staged)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.rmtree(final, ignore_errors=True)
+            staged.unlink(missing_ok=True)
+            raise
+        os.replace(staged, root / POINTER)
+        _fsync(root)
+        self.remove_stale(root, live=final.name)
+        return final
+
+    def _fill(self, partial: Path, writer: Callable[[Path], dict[str, Any]]) -> None:
+        """Let ``writer`` fill ``partial``, then add the manifest (stamp, id, file sizes) and fsync everything."""
+        manifest = {**self.stamp, **writer(partial), "generation_id": uuid.uuid4().hex}
         manifest["files"] = {p.name: p.stat().st_size for p in sorted(partial.iterdir()) if p.is_file()}
         (partial / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
         for file in partial.iterdir():
             _fsync(file)
         _fsync(partial)
-        os.rename(partial, final)
-        _fsync(root)
-        staged = root / f"{POINTER}.tmp"
-        staged.write_text(final.name + "\n", encoding="utf-8")
-        _fsync(staged)
-        os.replace(staged, root / POINTER)
-        _fsync(root)
-        self.remove_stale(root, live=final.name)
-        return final
 
     def remove_stale(self, root: Path, live: str) -> None:
         """Remove leftovers of interrupted saves and the complete generations older than the ``keep`` newest."""

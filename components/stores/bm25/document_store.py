@@ -1,27 +1,32 @@
 """A Haystack document store searched with BM25 through bm25s: English, Chinese, persisted, incremental."""
 
 import threading
-from dataclasses import replace
-from datetime import datetime, timezone
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
-from haystack.document_stores.errors import DuplicateDocumentError, MissingDocumentError
+from haystack.core.errors import SerializationError
+from haystack.document_stores.errors import MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
-from components.stores.bm25.document_table import JsonlDocumentTable, SharedDocumentTable, write_documents_file
-from components.stores.bm25.documents import StoredDocuments, as_hit
+from components.checks import check_filters, check_queries, check_query, check_top_k
+from components.stores.async_twins import DocumentStoreAsyncTwins, twin
+from components.stores.bm25.document_table import JsonlDocumentTable
+from components.stores.bm25.documents import StoredDocuments, apply_policy, as_hit, copied
 from components.stores.bm25.index import BM25Index
-from components.stores.bm25.persistence import MANIFEST, current_generation, read_manifest, write_generation
+from components.stores.bm25.generation_files import document_table, write_generation
+from components.stores.bm25.persistence import GENERATIONS, MANIFEST
 from components.stores.bm25.segments import BM25Params, MainSegment
-from components.stores.bm25.settings import check_filters, check_query, check_top_k, resolve_settings, validate_init
-from components.stores.bm25.tokenizers import BM25Tokenizer
+from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init
+from components.stores.bm25.tokenizers import BM25Tokenizer, TokenizerSetting
+from components.stores.document_checks import check_document_list, check_documents_storable, check_meta_storable
+from components.stores.transactions import SingleWriter, TransactionalStore
 
 
-class BM25DocumentStore:
+class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
     """
     Documents searchable with BM25 (bm25s), saved crash-safely and loaded memory-mapped.
 
@@ -31,16 +36,18 @@ class BM25DocumentStore:
     contradicts the saved index is an error, because its weights and terms were computed with the saved ones.
 
     Writes and deletes are incremental: they are searchable by the next query without rebuilding the whole
-    index (see ``components.stores.bm25.index`` for when it rebuilds and what that does to scores). Documents
-    are kept in memory once written; a loaded store reads them from its directory as hits need them, or from
-    the FAISS store at ``document_store_path`` so that both indexes share one copy of the corpus.
+    index (see ``components.stores.bm25.index`` for when it rebuilds and what that does to scores). Each
+    mutating call is all-or-nothing and, with ``path``, has one writer (``components.stores.transactions``).
+    Documents are kept in memory once written; a loaded store reads them from its directory as hits need
+    them, or from the FAISS store at ``document_store_path`` so that both indexes share one copy of the corpus.
+    Every public method has an ``*_async`` twin.
     """
 
     def __init__(
         self,
         path: str | None = None,
         lang: str | None = None,
-        tokenizer: str | None = None,
+        tokenizer: TokenizerSetting = None,
         method: str | None = None,
         k1: float | None = None,
         b: float | None = None,
@@ -54,8 +61,9 @@ class BM25DocumentStore:
         :param path: Directory the index is saved to and loaded from (the seed's ``save_path``); loaded lazily.
         :param lang: Tokenizer: ``en`` (stopwords + Snowball stemmer), ``zh`` (jieba) or ``character`` (CJK
             character unigrams and bigrams). Default ``en``.
-        :param tokenizer: Import path ``package.module:function`` of a ``function(text) -> list[str]`` used
-            instead of ``lang``'s tokenizer.
+        :param tokenizer: A built-in tokenizer by name (``whitespace``, ``words``, or a ``lang`` name), used
+            instead of ``lang``'s; or, in Python code only, a ``function(text) -> list[str]``: such a store
+            cannot be written to YAML, and its saved index opens only with a function passed again.
         :param method: BM25 variant: one of ``lucene`` (default), ``robertson``, ``atire``, ``bm25l``, ``bm25+``.
         :param k1: Term-frequency saturation, >= 0 (default 0.9).
         :param b: Length normalisation, between 0 and 1 (default 0.4).
@@ -65,11 +73,11 @@ class BM25DocumentStore:
         :param compaction_ratio: Rebuild the whole index when documents written or deleted since the last
             build exceed this fraction of it, in (0, 1].
         :param document_store_path: Directory of a FAISS store over the same corpus: the saved index then holds
-            no documents and reads them from there.
-        :param autosave: With ``path``, save after every ``write_documents``/``delete_documents`` call, as the
-            FAISS store does, so an indexing pipeline leaves a saved index. Each save first folds pending
-            changes into a new bm25s index: cheap for bulk writes (a DocumentWriter writes a batch per call),
-            costly for one-document writes; turn it off and call ``save()`` yourself for those.
+            no documents and reads them from there. Saved relative to ``path``, so both can move together.
+        :param autosave: With ``path``, save after every mutating call, as the FAISS store does, so an indexing
+            pipeline leaves a saved index. Each save first folds pending changes into a new bm25s index: cheap
+            for bulk writes (a DocumentWriter writes a batch per call), costly for one-document writes; turn it
+            off and call ``save()`` yourself for those.
         :raises ValueError: If a parameter is outside its allowed range (the message names it).
         """
         validate_init(lang=lang, tokenizer=tokenizer, method=method, k1=k1, b=b, delta=delta, backend=backend,
@@ -87,13 +95,24 @@ class BM25DocumentStore:
         self.document_store_path = document_store_path
         self.autosave = autosave
         self._lock = threading.RLock()
+        self._writer = SingleWriter(GENERATIONS)
         self._index: BM25Index | None = None
         self._tokenizer = BM25Tokenizer()
         self._settings: dict[str, Any] = {}
         self._documents = StoredDocuments()
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialize the store's configuration (not its documents: ``save`` writes those to ``path``)."""
+        """
+        Serialize the store's configuration (not its documents: ``save`` writes those to ``path``).
+
+        :raises SerializationError: If the tokenizer is a Python function: a pipeline file may only name
+            built-in tokenizers, because loading a file must never run code it names.
+        """
+        if callable(self.tokenizer):
+            raise SerializationError(
+                "BM25DocumentStore with a Python function as tokenizer cannot be serialized: a pipeline file may only "
+                "name a built-in tokenizer (en, zh, character, whitespace, words), since loading one never runs code"
+            )
         return default_to_dict(
             self, path=self.path, lang=self.lang, tokenizer=self.tokenizer, method=self.method, k1=self.k1,
             b=self.b, delta=self.delta, backend=self.backend, compaction_ratio=self.compaction_ratio,
@@ -144,6 +163,10 @@ class BM25DocumentStore:
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         """Documents matching Haystack ``filters`` (all when empty), in index order then write order."""
+        return [copied(d) for d in self._matching(filters)]
+
+    def _matching(self, filters: dict[str, Any] | None) -> list[Document]:
+        """The stored Documents (not copies) matching ``filters``."""
         check_filters(filters)
         with self._lock:
             documents = self._documents.get(self._ready().ids(), cache=True)
@@ -151,87 +174,9 @@ class BM25DocumentStore:
             return documents
         return [d for d in documents if document_matches_filter(filters=filters, document=d)]
 
-    def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
-        """
-        Write documents; their content is tokenized now and searchable from the next query.
-
-        :param policy: ``NONE`` behaves as ``FAIL``. ``FAIL`` writes nothing if any id exists (or repeats),
-            ``SKIP`` leaves existing ones, ``OVERWRITE`` replaces them.
-        :returns: The number of documents written.
-        :raises ValueError: If ``documents`` is not a list of Documents.
-        :raises DuplicateDocumentError: With ``FAIL``, naming the first id that already exists.
-        """
-        if not isinstance(documents, list):
-            raise ValueError(f"write_documents expects a list of Documents, got {type(documents).__name__}")
-        for i, document in enumerate(documents):
-            if not isinstance(document, Document):
-                raise ValueError(
-                    f"write_documents expects a list of Documents; item #{i} is a {type(document).__name__}"
-                )
-        index = self._ready()
-        terms = dict(zip((d.id for d in documents), self._tokenizer([d.content or "" for d in documents])))
-        with self._lock:
-            policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy
-            accepted = self._apply_policy(index, documents, policy)
-            index.delete([doc_id for doc_id in accepted if doc_id in index])
-            index.add(list(accepted), [terms[doc_id] for doc_id in accepted])
-            self._documents.put(accepted)
-            if accepted:
-                self._autosave()
-        return len(accepted)
-
-    @staticmethod
-    def _apply_policy(index: BM25Index, documents: list[Document], policy: DuplicatePolicy) -> dict[str, Document]:
-        """The documents to write under ``policy``, by id (a later duplicate in the batch wins with OVERWRITE)."""
-        accepted: dict[str, Document] = {}
-        for document in documents:
-            exists = document.id in index or document.id in accepted
-            if exists and policy == DuplicatePolicy.FAIL:
-                raise DuplicateDocumentError(f"ID '{document.id}' already exists.")
-            if exists and policy == DuplicatePolicy.SKIP:
-                continue
-            accepted[document.id] = document
-        return accepted
-
-    def delete_documents(self, document_ids: list[str]) -> None:
-        """Delete documents by id; unknown ids are ignored. Deleted documents vanish from the next search."""
-        with self._lock:
-            deleted = self._ready().delete(list(document_ids))
-            self._documents.drop(list(document_ids))
-            if deleted:
-                self._autosave()
-
     def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
         """Number of documents matching ``filters``."""
-        return len(self.filter_documents(filters))
-
-    def delete_by_filter(self, filters: dict[str, Any]) -> int:
-        """Delete the documents matching ``filters``; returns how many."""
-        with self._lock:
-            ids = [d.id for d in self.filter_documents(filters)]
-            self.delete_documents(ids)
-            return len(ids)
-
-    def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
-        """
-        Merge ``meta`` into the metadata of the documents matching ``filters``; returns how many.
-
-        Content is unchanged, so the BM25 index is too. With ``document_store_path`` the saved index holds no
-        documents: update the FAISS store as well, or the change is lost when the store is reloaded.
-        """
-        with self._lock:
-            documents = self.filter_documents(filters)
-            self._documents.put({d.id: replace(d, meta={**d.meta, **meta}) for d in documents})
-            if documents:
-                self._autosave()
-            return len(documents)
-
-    def delete_all_documents(self) -> None:
-        """Empty the store (the saved index at ``path`` stays until the next save)."""
-        with self._lock:
-            self._ready().clear()
-            self._documents.clear()
-            self._autosave()
+        return len(self._matching(filters))
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
         """Documents by id, in the order asked; raises MissingDocumentError naming ids that are not stored."""
@@ -240,7 +185,84 @@ class BM25DocumentStore:
             missing = [doc_id for doc_id in ids if doc_id not in index]
             if missing:
                 raise MissingDocumentError(f"{len(missing)} of the ids are not in this store, e.g. {missing[:5]}")
-            return self._documents.get(list(ids))
+            return [copied(d) for d in self._documents.get(list(ids))]
+
+    def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
+        """
+        Write documents, all or none; their content is tokenized now and searchable from the next query.
+
+        :param policy: ``NONE`` behaves as ``FAIL``. ``FAIL`` writes nothing if any id exists (or repeats),
+            ``SKIP`` leaves existing ones, ``OVERWRITE`` replaces them.
+        :returns: The number of documents written.
+        :raises ValueError: If ``documents`` is not a list of Documents, or one cannot be saved (invalid
+            Unicode, a field JSON cannot hold), naming ``documents[i] (id ...)`` and the field.
+        :raises DuplicateDocumentError: With ``FAIL``, naming the first id that already exists.
+        """
+        check_documents_storable(check_document_list(documents))
+        policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else DuplicatePolicy(policy)
+        terms = dict(zip((d.id for d in documents), self._tokenizer_ready()([d.content or "" for d in documents])))
+
+        def change() -> tuple[int, bool]:
+            index = self._ready()
+            accepted = apply_policy(index, documents, policy)
+            index.delete([doc_id for doc_id in accepted if doc_id in index])
+            index.add(list(accepted), [terms[doc_id] for doc_id in accepted])
+            self._documents.put({doc_id: copied(document) for doc_id, document in accepted.items()})
+            return len(accepted), bool(accepted)
+
+        return self._mutate(change)
+
+    def delete_documents(self, document_ids: list[str]) -> None:
+        """Delete documents by id; unknown ids are ignored. Deleted documents vanish from the next search."""
+        ids = list(document_ids)
+
+        def change() -> tuple[None, bool]:
+            deleted = self._ready().delete(ids)
+            self._documents.drop(ids)
+            return None, bool(deleted)
+
+        self._mutate(change)
+
+    def delete_by_filter(self, filters: dict[str, Any]) -> int:
+        """Delete the documents matching ``filters``, all or none; returns how many."""
+        check_filters(filters)
+
+        def change() -> tuple[int, bool]:
+            ids = [d.id for d in self._matching(filters)]
+            self._ready().delete(ids)
+            self._documents.drop(ids)
+            return len(ids), bool(ids)
+
+        return self._mutate(change)
+
+    def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
+        """
+        Merge ``meta`` into the metadata of the documents matching ``filters``, all or none; returns how many.
+
+        Content is unchanged, so the BM25 index is too. With ``document_store_path`` the saved index holds no
+        documents: update the FAISS store as well, or the change is lost when the store is reloaded.
+        """
+        check_filters(filters)
+        check_meta_storable(meta)
+
+        def change() -> tuple[int, bool]:
+            documents = [copied(d) for d in self._matching(filters)]
+            for document in documents:
+                document.meta.update(meta)
+            self._documents.put({d.id: d for d in documents})
+            return len(documents), bool(documents)
+
+        return self._mutate(change)
+
+    def delete_all_documents(self) -> None:
+        """Empty the store (and, with autosave, its saved index)."""
+
+        def change() -> tuple[None, bool]:
+            self._ready().clear()
+            self._documents.clear()
+            return None, True
+
+        self._mutate(change)
 
     def bm25_retrieval(self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10) -> list[Document]:
         """Best ``top_k`` documents for ``query`` (see ``bm25_retrieval_batch``)."""
@@ -253,68 +275,72 @@ class BM25DocumentStore:
         """
         Best ``top_k`` documents per query, scored with BM25, in one bm25s call.
 
-        Only documents sharing a term with the query come back (score above a no-match document's), so an
-        empty query or one made only of stopwords gets an empty list. With ``filters``, exactly ``top_k``
-        matching documents come back when that many match and share a term with the query.
+        Only documents sharing a term with the query come back (score above a no-match document's), so a query
+        made only of stopwords gets an empty list. With ``filters``, exactly ``top_k`` matching documents come
+        back when that many match and share a term with the query.
         Each hit is a new Document with ``score`` set and ``meta["retrieval_type"] = "sparse"``.
 
         :param n_threads: Threads for bm25s (0 = this thread, -1 = all cores).
-        :raises ValueError: If a query is not a string or longer than 1,048,576 characters, or top_k < 1.
+        :raises ValueError: If a query is not a non-blank valid-Unicode string of at most 1,048,576 characters,
+            or top_k is not an integer in [1, 10000] (``components.checks``).
+        :raises FilterError: If ``filters`` is not in Haystack's filter syntax.
         """
-        if not isinstance(queries, list):
-            raise ValueError(f"queries must be a list of strings, got {type(queries).__name__}")
-        for i, query in enumerate(queries):
-            check_query(query, f"queries[{i}]")
+        check_queries(queries, "queries")
         check_top_k(top_k)
         check_filters(filters)
         index = self._ready()
-        terms = self._tokenizer(queries)
+        terms = self._tokenizer_ready()(queries)
         with self._lock:
             snapshot = index.snapshot()
             main_accept, delta_accept = self._documents.filter_masks(snapshot, filters) if filters else (None, None)
         hits = snapshot.search(terms, top_k, n_threads, main_accept, delta_accept)
         with self._lock:  # a document deleted since the snapshot is no longer returned
+            index = self._ready()
             ids = list(dict.fromkeys(doc_id for query_hits in hits for doc_id, _ in query_hits if doc_id in index))
             found = dict(zip(ids, self._documents.get(ids)))
         return [[as_hit(found[i], score) for i, score in query_hits if i in found] for query_hits in hits]
+
+    bm25_retrieval_async = twin(bm25_retrieval)
+    bm25_retrieval_batch_async = twin(bm25_retrieval_batch)
 
     def save(self, path: str | None = None) -> None:
         """
         Save the store to ``path`` (default: the store's ``path``) as a new generation, crash-safely.
 
-        Pending writes and deletes are folded in first (a compaction), so the saved index is one bm25s index.
+        Pending writes and deletes are folded in first (a compaction), so the saved index is one bm25s index;
+        the compacted index replaces the in-memory one only once the generation is written.
+
+        :raises DocumentStoreError: If another writer saved to ``path`` since this store read it, or holds its lock.
         """
         target = path or self.path
         if target is None:
             raise ValueError("save needs a path: pass save(path=...) or create the store with path=...")
-        with self._lock:
-            index = self._ready()
-            if index.has_pending_changes():
-                index.compact()
-            main = index.snapshot().main
-            generation = write_generation(Path(target), lambda directory: self._write(directory, main))
-            if main is not None and self._settings["document_store_path"] is None:
-                self._documents.use_table(JsonlDocumentTable(generation, main.ids))
+        self._save(Path(target))
 
-    def _autosave(self) -> None:
-        """Save after a mutation when ``autosave`` is on and the store has a ``path``."""
-        if self.autosave and self.path is not None:
-            self.save()
+    def _save_locked(self, root: Path) -> None:
+        """Write the compacted index as a new generation of ``root``, then adopt it in memory."""
+        index = self._ready()
+        main, vocab = index.compacted() if index.has_pending_changes() else (index.snapshot().main, None)
+        generation = self._writer.write(root, lambda directory: write_generation(directory, main, root, self._settings,
+                                                                                 self._documents.get))
+        if vocab is not None:
+            index.install(main, vocab)
+        if main is not None and self._settings["document_store_path"] is None:
+            self._documents.use_table(JsonlDocumentTable(generation, main.ids))
 
-    def _write(self, directory: Path, main: MainSegment | None) -> dict[str, Any]:
-        """Fill a generation directory and return its manifest fields."""
-        shared = self._settings["document_store_path"]
-        if main is not None:
-            main.save(directory)
-            if shared is None:
-                write_documents_file(directory, self._documents.get(main.ids))
-        return {
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "documents": main.n_docs if main else 0,
-            "tokenizer": {"lang": self._settings["lang"], "tokenizer": self._settings["tokenizer"]},
-            "bm25": {name: self._settings[name] for name in ("method", "k1", "b", "delta")},
-            "document_store_path": shared,
-        }
+    def _checkpoint(self) -> tuple:
+        """The in-memory state a failed transaction returns to."""
+        return self._ready().checkpoint(), self._documents.checkpoint()
+
+    def _restore(self, checkpoint: tuple) -> None:
+        """Return to a ``_checkpoint``."""
+        self._ready().restore(checkpoint[0])
+        self._documents.restore(checkpoint[1])
+
+    def _tokenizer_ready(self) -> BM25Tokenizer:
+        """The tokenizer of the effective settings (those of the saved index once it is loaded)."""
+        self._ready()
+        return self._tokenizer
 
     def _ready(self) -> BM25Index:
         """The index, loading it from ``path`` (or starting empty) on first use."""
@@ -327,17 +353,19 @@ class BM25DocumentStore:
 
     def _open(self) -> None:
         """Resolve settings against the saved manifest, then open the saved main segment and documents."""
-        generation = current_generation(Path(self.path)) if self.path else None
-        manifest = read_manifest(generation) if generation else None
+        found = GENERATIONS.read_current(Path(self.path)) if self.path else None
+        generation, manifest = found if found else (None, None)
+        manifest_file = generation / MANIFEST if generation else None
+        saved = saved_settings(manifest, manifest_file) if manifest is not None else None
         given = {"lang": self.lang, "tokenizer": self.tokenizer, "method": self.method, "k1": self.k1, "b": self.b,
                  "delta": self.delta, "document_store_path": self.document_store_path}
-        manifest_file = generation / MANIFEST if generation else None
-        settings = self._settings = resolve_settings(given, manifest, manifest_file)
+        settings = self._settings = resolve_settings(given, saved, manifest_file)
         self._tokenizer = BM25Tokenizer(settings["lang"], settings["tokenizer"])
         params = BM25Params(settings["method"], settings["k1"], settings["b"], settings["delta"], self.backend)
         main = MainSegment.load(generation, params) if generation and manifest["documents"] else None
         if main is not None:
-            shared = settings["document_store_path"]
-            table = SharedDocumentTable(shared) if shared else JsonlDocumentTable(generation, main.ids)
-            self._documents.use_table(table)
+            self._documents.use_table(document_table(settings["document_store_path"], generation, main.ids))
+        if self.path:
+            self._writer.seen(Path(self.path), generation, manifest)
         self._index = BM25Index(params, self.compaction_ratio, main)
+

@@ -4,7 +4,8 @@ The BM25 index only needs term ids; documents are read when a search returns the
 when a metadata filter must look at all of them. A standalone store saves its documents as one JSONL line
 each (``Document.to_dict``) plus an array of byte offsets, so one document costs one ``pread`` and no index
 structure has to be loaded. A store built over the same corpus as a FAISS store can instead keep only the
-ids and read documents from that store (``document_store_path``), so the corpus is stored once.
+ids and read documents from that store's saved generation (``document_store_path``; see
+``components.stores.faiss.shared_documents``), so the corpus is stored, and held in memory, once.
 """
 
 import json
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from haystack import Document
-from haystack.document_stores.errors import DocumentStoreError, MissingDocumentError
+from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25.persistence import load_array
 
@@ -88,30 +89,3 @@ class JsonlDocumentTable:
         if document.id != doc_id:
             raise DocumentStoreError(f"{self.path}: line {row + 1} holds id {document.id!r}, expected {doc_id!r}")
         return document
-
-
-class SharedDocumentTable:
-    """Documents read from the FAISS store at ``path`` (built over the same corpus), opened on first use."""
-
-    def __init__(self, path: str) -> None:
-        """Remember where the sibling store lives; nothing is opened yet."""
-        self.path = path
-        self._store: Any = None
-
-    def get(self, ids: list[str]) -> list[Document]:
-        """Fetch these documents from the sibling store; every id must be there."""
-        try:
-            return list(self._sibling().get_documents_by_id(ids))
-        except MissingDocumentError as exc:
-            raise DocumentStoreError(
-                f"document store at {self.path} (document_store_path) lacks documents the BM25 index holds ({exc}): "
-                "both stores must index the same corpus"
-            ) from exc
-
-    def _sibling(self) -> Any:
-        """Open the FAISS store the first time a document is needed."""
-        if self._store is None:
-            from components.stores.faiss.document_store import FAISSDocumentStore
-
-            self._store = FAISSDocumentStore.load(self.path)
-        return self._store

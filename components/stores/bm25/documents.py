@@ -5,10 +5,12 @@ from typing import Any
 
 import numpy as np
 from haystack import Document
+from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
 from components.stores.bm25.document_table import DocumentTable
-from components.stores.bm25.index import IndexSnapshot
+from components.stores.bm25.index import BM25Index, IndexSnapshot
 
 _MASK_CACHE_SIZE = 32
 
@@ -48,6 +50,15 @@ class StoredDocuments:
         self._memory, self._table = {}, None
         self._masks.clear()
 
+    def checkpoint(self) -> tuple[dict[str, Document], DocumentTable | None]:
+        """What ``restore`` needs to undo a failed transaction."""
+        return dict(self._memory), self._table
+
+    def restore(self, state: tuple[dict[str, Document], DocumentTable | None]) -> None:
+        """Return to a ``checkpoint``."""
+        self._memory, self._table = state
+        self._masks.clear()
+
     def get(self, ids: list[str], cache: bool = False) -> list[Document]:
         """Documents by id from memory, else from the saved table (kept in memory afterwards when ``cache``)."""
         memory = self._memory
@@ -77,6 +88,13 @@ class StoredDocuments:
         return mask
 
 
+def copied(document: Document) -> Document:
+    """A new Document equal to a stored one (own meta dict), so a caller changing it cannot change the store."""
+    copy = object.__new__(Document)
+    copy.__dict__.update(document.__dict__, meta=dict(document.meta))
+    return copy
+
+
 def as_hit(document: Document, score: float) -> Document:
     """
     A new Document for a search hit: the stored one with its BM25 score and ``meta["retrieval_type"]``.
@@ -87,3 +105,16 @@ def as_hit(document: Document, score: float) -> Document:
     hit = object.__new__(Document)
     hit.__dict__.update(document.__dict__, score=score, meta={**document.meta, "retrieval_type": "sparse"})
     return hit
+
+
+def apply_policy(index: BM25Index, documents: list[Document], policy: DuplicatePolicy) -> dict[str, Document]:
+    """The documents to write under ``policy``, by id (a later duplicate in the batch wins with OVERWRITE)."""
+    accepted: dict[str, Document] = {}
+    for position, document in enumerate(documents):
+        exists = document.id in index or document.id in accepted
+        if exists and policy == DuplicatePolicy.FAIL:
+            raise DuplicateDocumentError(f"ID '{document.id}' (documents[{position}]) already exists.")
+        if exists and policy == DuplicatePolicy.SKIP:
+            continue
+        accepted[document.id] = document
+    return accepted

@@ -146,15 +146,37 @@ class BM25Index:
     def compact(self) -> None:
         """Rebuild the main segment over the live documents only; the delta and the deletion mask empty."""
         with self._lock:
+            self.install(*self.compacted())
+
+    def compacted(self) -> tuple[MainSegment | None, dict[str, int]]:
+        """The main segment and vocabulary a compaction would give, built aside: the index is not changed."""
+        with self._lock:
             ids, token_lists = self._live_token_lists()
             if not ids:
-                self._set_main(None, {})
-            else:
-                token_lists, vocab = self._drop_unused_terms(token_lists)
-                self._set_main(MainSegment.build(ids, token_lists, vocab, self.params), vocab)
+                return None, {}
+            token_lists, vocab = self._drop_unused_terms(token_lists)
+            return MainSegment.build(ids, token_lists, vocab, self.params), vocab
+
+    def install(self, main: MainSegment | None, vocab: dict[str, int]) -> None:
+        """Make a ``compacted()`` result the index (nothing may have changed since it was built)."""
+        with self._lock:
+            self._set_main(main, vocab)
             self._delta = {}
             self.full_builds += 1
             self._changed(delta=True)
+
+    def checkpoint(self) -> tuple:
+        """The whole state, to ``restore`` after a failed transaction (copies of what mutations change in place)."""
+        with self._lock:
+            return (self._main, dict(self._vocab), self._alive, dict(self._row_of), dict(self._delta), self._view,
+                    self.full_builds, self.delta_builds)
+
+    def restore(self, state: tuple) -> None:
+        """Return to a ``checkpoint``; snapshots taken from now on get a new version."""
+        with self._lock:
+            (self._main, self._vocab, self._alive, self._row_of, self._delta, self._view, self.full_builds,
+             self.delta_builds) = state
+            self._version += 1
 
     def _drop_unused_terms(self, token_lists: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, int]]:
         """Renumber terms 0..n-1 over those the live documents still use (deleted documents leave gaps)."""

@@ -1,6 +1,6 @@
 """The saved generations of a BM25 store directory, and loaders that name the file that is wrong.
 
-Layout of a store directory (the seed's ``save_path``), written crash-safely by ``_generations``::
+Layout of a store directory (the seed's ``save_path``), written crash-safely by ``components.stores.crash_safe_generations``::
 
     <path>/CURRENT                 one line: the live generation, e.g. "gen-000003"
     <path>/gen-000003/manifest.json     format, tokenizer and BM25 settings, document source, file sizes
@@ -16,12 +16,9 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import MANIFEST, Generations, load_json
 
-__all__ = ["MANIFEST", "current_generation", "load_array", "load_json", "read_manifest", "write_generation"]
+__all__ = ["GENERATIONS", "MANIFEST", "load_array", "load_json"]
 
-_LAYOUT = Generations(kind="BM25 index", digits=6, stamp={"format": "needle-bm25", "format_version": 1})
-current_generation = _LAYOUT.current
-read_manifest = _LAYOUT.read_manifest
-write_generation = _LAYOUT.write
+GENERATIONS = Generations(kind="BM25 index", digits=6, stamp={"format": "needle-bm25", "format_version": 1})
 
 
 def load_array(path: Path, dtype_kind: str, mmap: bool = True) -> np.ndarray:

@@ -1,70 +1,78 @@
-"""Tokenizers that turn text into BM25 terms, rebuilt from JSON-able settings.
+"""Tokenizers that turn text into BM25 terms, chosen by name from a fixed list, or passed as a Python function.
 
-A BM25 index only works if queries are cut into terms exactly like the documents were, so a tokenizer is
-described by two strings (``lang`` and an optional ``tokenizer`` import path) that are saved with the index
-and re-create the same tokenizer when the index is loaded.
+A BM25 index only works if queries are cut into terms exactly like the documents were, so the tokenizer is
+saved with the index by name and re-created when the index is loaded. A name read from data (a pipeline
+YAML, a saved manifest) only ever selects one of the built-ins below: no module is imported and no function
+is looked up from it, so opening someone else's index or pipeline never runs their code.
 
 - ``en``: lower-case, words of two or more word characters (the scikit-learn / bm25s pattern), English
   stopwords (bm25s' list), Snowball English stemmer (PyStemmer). This is the setting that gives nDCG@10 0.676
   on SciFact with Lucene BM25 k1=0.9 b=0.4.
 - ``zh``: jieba ``cut_for_search`` (fine-grained segmentation that also emits the parts of long words),
-  lower-case, punctuation dropped, Chinese function words (``tokenizers_zh_stopwords``) and English
-  stopwords (bm25s' list) removed.
+  lower-case, punctuation dropped, Chinese function words (``zh_stopwords``) and English stopwords removed.
 - ``character``: for CJK text without a segmenter (Japanese, Korean, Chinese): every run of CJK characters
   gives its single characters and its overlapping character bigrams (as Lucene's CJK analyzer does, plus
   unigrams so one-character queries still match); other runs of word characters become lower-cased words.
-- ``tokenizer="package.module:function"``: any importable ``function(text: str) -> list[str]``; it replaces
-  ``lang``'s tokenizer and, being a string, serializes with the store.
+- ``whitespace``: lower-cased text split at whitespace, nothing removed (codes, identifiers, pre-tokenized text).
+- ``words``: lower-cased runs of word characters, no stopwords and no stemming (any alphabetic language).
+- a Python callable ``function(text: str) -> list[str]`` passed in code: used as is; it cannot be written
+  into a YAML file or a manifest, so the index records only that a custom tokenizer was used.
 """
 
-import importlib
 import logging
 import re
 from collections.abc import Callable
 from typing import Any
 
 LANGUAGES = ("en", "zh", "character")
-_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+TOKENIZERS = (*LANGUAGES, "whitespace", "words")
+CUSTOM = "custom"
+"""What a saved index records as its tokenizer when it was built with a Python callable."""
 _EN_WORD = re.compile(r"(?u)\b\w\w+\b")
+_WORD = re.compile(r"\w+")
 _HAS_WORD_CHAR = re.compile(r"\w")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN_OR_WORD = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 
+TokenizerSetting = str | Callable[[str], list[str]] | None
 
-def validate_tokenizer_settings(lang: str, tokenizer: str | None) -> None:
+
+def validate_tokenizer_settings(lang: Any, tokenizer: Any) -> None:
     """Raise ValueError naming the parameter when ``lang`` or ``tokenizer`` is not one we can build."""
     if lang not in LANGUAGES:
         raise ValueError(f"lang must be one of {', '.join(LANGUAGES)}; got {lang!r}")
-    if tokenizer is not None and (not isinstance(tokenizer, str) or not _IMPORT_PATH.match(tokenizer)):
+    if tokenizer is None or callable(tokenizer):
+        return
+    if not isinstance(tokenizer, str) or tokenizer not in TOKENIZERS:
         raise ValueError(
-            f"tokenizer must be an import path 'package.module:function' of a function(text: str) -> list[str]; "
-            f"got {tokenizer!r}"
+            f"tokenizer must be one of {', '.join(TOKENIZERS)} or a Python function(text: str) -> list[str] passed "
+            f"in code (names read from files never import code); got {tokenizer!r}"
         )
 
 
-class BM25Tokenizer:
-    """Cuts texts into BM25 terms according to ``lang`` or a user function; heavy parts load on first use."""
+def tokenizer_name(tokenizer: TokenizerSetting) -> str | None:
+    """How a tokenizer setting is recorded in a saved index: its built-in name, ``custom`` for a callable."""
+    return CUSTOM if callable(tokenizer) else tokenizer
 
-    def __init__(self, lang: str = "en", tokenizer: str | None = None) -> None:
+
+class BM25Tokenizer:
+    """Cuts texts into BM25 terms with a built-in tokenizer or a user function; heavy parts load on first use."""
+
+    def __init__(self, lang: str = "en", tokenizer: TokenizerSetting = None) -> None:
         """
-        :param lang: ``en``, ``zh`` or ``character`` (see the module docstring).
-        :param tokenizer: Optional import path ``package.module:function`` of a ``function(text) -> list[str]``
-            that replaces the built-in tokenizer of ``lang``.
-        :raises ValueError: If ``lang`` or ``tokenizer`` is malformed.
+        :param lang: ``en``, ``zh`` or ``character`` (see the module docstring), used when ``tokenizer`` is None.
+        :param tokenizer: A built-in name (``whitespace``, ``words``, or a ``lang`` name), or a Python function
+            ``function(text) -> list[str]``; replaces ``lang``'s tokenizer.
+        :raises ValueError: If ``lang`` or ``tokenizer`` is not one of the allowed values.
         """
         validate_tokenizer_settings(lang, tokenizer)
         self.lang = lang
         self.tokenizer = tokenizer
         self._batch: Callable[[list[str]], list[list[str]]] | None = None
 
-    @property
-    def settings(self) -> dict[str, Any]:
-        """The JSON-able description saved with an index: ``{"lang": ..., "tokenizer": ...}``."""
-        return {"lang": self.lang, "tokenizer": self.tokenizer}
-
     def warm_up(self) -> None:
-        """Load the stemmer, jieba's dictionary or the user function now rather than on the first text."""
+        """Load the stemmer or jieba's dictionary now rather than on the first text."""
         if self._batch is None:
             self._batch = self._build()
 
@@ -75,36 +83,19 @@ class BM25Tokenizer:
         return self._batch(texts)
 
     def _build(self) -> Callable[[list[str]], list[list[str]]]:
-        """The batch function for these settings: the user's import path, or the built-in one for ``lang``."""
-        if self.tokenizer is None:
-            return {"en": _english, "zh": _chinese, "character": _characters}[self.lang]()
-        function = _import_function(self.tokenizer)
-        return lambda texts: [self._checked_user_terms(function, text, i) for i, text in enumerate(texts)]
+        """The batch function for these settings: the user's function, or the built-in one by name."""
+        if callable(self.tokenizer):
+            function = self.tokenizer
+            return lambda texts: [self._checked_user_terms(function, text, i) for i, text in enumerate(texts)]
+        return _BUILT_INS[self.tokenizer or self.lang]()
 
     def _checked_user_terms(self, function: Callable[[str], list[str]], text: str, i: int) -> list[str]:
         """Call the user function and make sure it kept its contract, naming the text that broke it."""
         terms = function(text)
         if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
-            raise TypeError(
-                f"tokenizer {self.tokenizer} must return list[str]; for text #{i} it returned {type(terms).__name__}"
-            )
+            name = getattr(function, "__qualname__", repr(function))
+            raise TypeError(f"tokenizer {name} must return list[str]; for text #{i} it returned {type(terms).__name__}")
         return terms
-
-
-def _import_function(import_path: str) -> Callable[[str], list[str]]:
-    """Import ``package.module:function`` and explain clearly what is missing when it cannot be found."""
-    module_name, _, attribute = import_path.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ValueError(f"tokenizer {import_path}: cannot import module {module_name!r}: {e}") from e
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise ValueError(f"tokenizer {import_path}: module {module_name!r} has no attribute {attribute!r}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise ValueError(f"tokenizer {import_path}: {attribute!r} is not callable")
-    return target
 
 
 def _english() -> Callable[[list[str]], list[list[str]]]:
@@ -156,3 +147,18 @@ def _characters() -> Callable[[list[str]], list[list[str]]]:
         return terms
 
     return lambda texts: [tokenize(text) for text in texts]
+
+
+def _whitespace() -> Callable[[list[str]], list[list[str]]]:
+    """Lower-cased text split at runs of whitespace."""
+    return lambda texts: [text.lower().split() for text in texts]
+
+
+def _words() -> Callable[[list[str]], list[list[str]]]:
+    """Lower-cased runs of word characters (letters, digits, underscore of any script)."""
+    return lambda texts: [_WORD.findall(text.lower()) for text in texts]
+
+
+_BUILT_INS: dict[str, Callable[[], Callable[[list[str]], list[list[str]]]]] = {
+    "en": _english, "zh": _chinese, "character": _characters, "whitespace": _whitespace, "words": _words,
+}

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
-from haystack.errors import FilterError
 
 from components.stores.faiss.vector_index import METRICS, build_faiss_index
 
@@ -56,23 +55,6 @@ def check_init(
     raise ValueError(
         f"index_factory={index_factory!r} / search_params={search_params!r} rejected by FAISS: {errors[0]}"
     )
-
-
-def check_filters(filters: dict[str, Any] | None) -> None:
-    """Reject filters without a top-level operator, even when no stored document would reveal it."""
-    if filters is None or filters == {}:
-        return
-    if not isinstance(filters, dict) or "operator" not in filters:
-        raise FilterError(f"filters must be a dict with an 'operator' key (Haystack filter syntax), got {filters!r}")
-
-
-def check_documents(documents: Any) -> None:
-    """A list (or other sequence) of Documents."""
-    if isinstance(documents, str) or not isinstance(documents, Sequence):
-        raise ValueError(f"documents must be a list of Document, got {type(documents).__name__}")
-    for position, document in enumerate(documents):
-        if not isinstance(document, Document):
-            raise ValueError(f"documents[{position}] must be a Document, got {type(document).__name__}")
 
 
 def check_finite(matrix: np.ndarray, name_of: Callable[[int], str]) -> None:
@@ -133,9 +115,25 @@ def check_queries(query_embeddings: Any, dim: int | None) -> np.ndarray:
 
 
 def check_manifest(manifest: dict[str, Any], path: Path, settings: dict[str, Any]) -> None:
-    """Check a saved store's manifest format and that its settings match the ones of the store opening it."""
+    """
+    Check a saved store's manifest: format, the type and range of every field (a tampered file is refused
+    before anything in it is used), and that its settings match the ones of the store opening it.
+    """
     if manifest.get("format") != FORMAT or any(key not in manifest for key in _MANIFEST_KEYS):
         raise DocumentStoreError(f"{path}: not a {FORMAT} manifest")
+    counts = {name: manifest[name] for name in ("next_row", "documents", "embedding_dim", "vectors")}
+    problems = {
+        "metric": manifest["metric"] not in METRICS,
+        "index_factory": not isinstance(manifest["index_factory"], str),
+        "info": not isinstance(manifest["info"], dict),
+        **{name: value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0)
+           for name, value in counts.items()},
+        "next_row": counts["next_row"] is None,
+        "documents": counts["documents"] is None,
+    }
+    for name, bad in problems.items():
+        if bad:
+            raise DocumentStoreError(f"{path}: field {name!r} is {manifest[name]!r}"[:300] + ", which this store never writes")
     for name, given in settings.items():
         if given is not None and manifest[name] is not None and given != manifest[name]:
             raise ValueError(

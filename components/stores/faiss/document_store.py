@@ -2,22 +2,21 @@
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
-from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError, MissingDocumentError
+from haystack.document_stores.errors import DocumentStoreError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from components.stores.crash_safe_generations import MANIFEST, Generations
-from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable, encode
-from components.stores.faiss.async_twins import FAISSAsyncTwins
+from components.checks import check_filters, check_top_k
+from components.stores.async_twins import DocumentStoreAsyncTwins, twin
+from components.stores.crash_safe_generations import MANIFEST
+from components.stores.document_checks import check_document_list, check_meta_storable, encode_document
 from components.stores.faiss.checks import (
     FORMAT,
-    check_documents,
-    check_filters,
     check_finite,
     check_init,
     check_manifest,
@@ -25,14 +24,16 @@ from components.stores.faiss.checks import (
     check_queries,
     stack_embeddings,
 )
-from components.stores.faiss.vector_index import FAISSVectorIndex, build_faiss_index, exact_search
+from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
+from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
+from components.stores.faiss.row_writes import RowWrites
+from components.stores.faiss.vector_index import FAISSVectorIndex
+from components.stores.transactions import SingleWriter, TransactionalStore
 
-DOCUMENTS_FILE = "documents.sqlite"
-_GENERATIONS = Generations(kind="FAISS store", digits=8)  # gen-00000001, ...
-_TRAINING_SAMPLE = 100_000  # rows of a .npy used to train an IVF index before the bulk add
+T = TypeVar("T")
 
 
-class FAISSDocumentStore(FAISSAsyncTwins):
+class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins):
     """
     A Haystack DocumentStore with FAISS vector search, metadata pre-filtering and batch search.
 
@@ -42,10 +43,10 @@ class FAISSDocumentStore(FAISSAsyncTwins):
     - Documents without embedding are stored and returned by ``filter_documents`` but never by ``search``.
     - ``search`` scores are higher-is-better: inner product, cosine similarity, or for ``l2`` the negated
       squared Euclidean distance (0 is an identical vector).
-    - With ``path`` set, the store lives in that directory (see ``_generations`` for the crash-safe
-      layout), is loaded lazily on first use, and with ``autosave`` every mutating call ends with ``save()``.
-      One process should write a given directory at a time.
-    - Every public method has an ``*_async`` twin (``FAISSAsyncTwins``) for async pipelines and Hayhooks.
+    - With ``path`` set, the store lives in that directory (``components.stores.crash_safe_generations``),
+      is loaded lazily on first use, and with ``autosave`` every mutating call ends with a save. Each mutating
+      call is all-or-nothing and has one writer (``components.stores.transactions``).
+    - Every public method has an ``*_async`` twin for async pipelines and Hayhooks.
     """
 
     def __init__(
@@ -80,6 +81,7 @@ class FAISSDocumentStore(FAISSAsyncTwins):
         self.autosave = autosave
         self.search_params = search_params
         self._lock = threading.RLock()
+        self._writer = SingleWriter(FAISS_GENERATIONS)
         self._table: SQLiteDocumentTable | None = None  # None until loaded or created on first use
         self._vectors: FAISSVectorIndex | None = None  # None until the first vector (or after delete_all)
         self._info: dict[str, Any] = {}
@@ -107,7 +109,7 @@ class FAISSDocumentStore(FAISSAsyncTwins):
     @classmethod
     def load(cls, path: str, **overrides: Any) -> "FAISSDocumentStore":
         """Open a saved store with the metric, index_factory and embedding_dim it was built with."""
-        found = _GENERATIONS.read_current(Path(path))
+        found = FAISS_GENERATIONS.read_current(Path(path))
         if found is None:
             raise DocumentStoreError(f"{Path(path) / 'CURRENT'}: missing, no saved FAISS store at {path}")
         manifest = found[1]
@@ -127,10 +129,8 @@ class FAISSDocumentStore(FAISSAsyncTwins):
             json.dumps(value)  # fail now, not at save time
         except (TypeError, ValueError) as exc:
             raise ValueError(f"info must be a JSON-serialisable dict ({exc})") from exc
-        with self._lock:
-            self._ready()
-            self._info = dict(value)
-            self._autosave()
+        info = dict(value)
+        self._mutate(lambda: (setattr(self, "_info", info), True))
 
     def count_documents(self) -> int:
         """Number of stored documents, with or without embedding."""
@@ -161,14 +161,15 @@ class FAISSDocumentStore(FAISSAsyncTwins):
             return table.documents(rows, with_embedding=return_embedding)
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
-        """Write documents (NONE means FAIL); a FAIL raises before anything is written. Returns the count written."""
-        check_documents(documents)
-        with self._lock:
-            self._ready()
+        """Write documents, all or none (NONE means FAIL: a duplicate writes nothing). Returns the count written."""
+        texts = [encode_document(d, i) for i, d in enumerate(check_document_list(documents))]
+
+        def change() -> tuple[int, bool]:
             vectors, vector_of = stack_embeddings(documents, self.embedding_dim)
-            written = self._write(documents, vectors, vector_of, policy)
-            self._autosave()
-            return written
+            written = self._write(documents, texts, vectors, vector_of, policy)
+            return written, written > 0
+
+        return self._mutate(change)
 
     def write_embeddings(
         self, documents: list[Document], embeddings: np.ndarray, policy: DuplicatePolicy = DuplicatePolicy.NONE
@@ -187,41 +188,49 @@ class FAISSDocumentStore(FAISSAsyncTwins):
         return self._write_matrix(documents, matrix, policy, source=str(npy_path))
 
     def delete_documents(self, document_ids: list[str]) -> None:
-        """Delete documents by id from SQLite and FAISS; unknown ids are ignored."""
-        with self._lock:
+        """Delete documents by id from SQLite and FAISS, all or none; unknown ids are ignored."""
+
+        def change() -> tuple[None, bool]:
             table = self._ready()
             rows = [row for document_id in document_ids if (row := table.row_of(document_id)) is not None]
-            if rows:
-                self._delete_rows(rows)
-                self._autosave()
+            self._delete_rows(rows)
+            return None, bool(rows)
+
+        self._mutate(change)
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
-        """Delete the documents matching ``filters``; returns how many."""
+        """Delete the documents matching ``filters``, all or none; returns how many."""
         check_filters(filters)
-        with self._lock:
+
+        def change() -> tuple[int, bool]:
             rows = self._ready().filter_rows(filters)
-            if rows:
-                self._delete_rows(rows)
-                self._autosave()
-            return len(rows)
+            self._delete_rows(rows)
+            return len(rows), bool(rows)
+
+        return self._mutate(change)
 
     def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
-        """Merge ``meta`` into the meta of the documents matching ``filters``; returns how many."""
+        """Merge ``meta`` into the meta of the documents matching ``filters``, all or none; returns how many."""
         check_filters(filters)
-        with self._lock:
+        check_meta_storable(meta)
+
+        def change() -> tuple[int, bool]:
             table = self._ready()
             rows = table.filter_rows(filters)
             table.update_meta(rows, meta)
-            if rows:
-                self._autosave()
-            return len(rows)
+            return len(rows), bool(rows)
+
+        return self._mutate(change)
 
     def delete_all_documents(self) -> None:
-        """Remove every document and vector; settings, embedding_dim and ``info`` are kept."""
-        with self._lock:
+        """Remove every document and vector, all or none; settings, embedding_dim and ``info`` are kept."""
+
+        def change() -> tuple[None, bool]:
             self._ready().clear()
             self._vectors = None
-            self._autosave()
+            return None, True
+
+        self._mutate(change)
 
     def search(
         self,
@@ -238,8 +247,7 @@ class FAISSDocumentStore(FAISSAsyncTwins):
         :param filters: Haystack filters; matching rows are searched exactly with a FAISS IDSelector.
         :returns: per query, new Documents with ``score`` and ``meta["retrieval_type"] = "dense"``.
         """
-        if not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
+        check_top_k(top_k)
         check_filters(filters)
         with self._lock:
             table = self._ready()
@@ -252,26 +260,54 @@ class FAISSDocumentStore(FAISSAsyncTwins):
             embeddings = table.embedding_lists(np.unique(rows).tolist()) if return_embedding else {}
             return [table.hits(r, s, embeddings) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
 
+    search_async = twin(search)
+
     def save(self) -> None:
-        """Write the store as a new generation of ``path`` (crash-safe); a no-op when it was never loaded."""
+        """
+        Write the store as a new generation of ``path`` (crash-safe); a no-op when it was never loaded.
+
+        :raises DocumentStoreError: If another writer saved to ``path`` since this store read it, or holds its lock.
+        """
         if self.path is None:
             raise ValueError("save(): this FAISSDocumentStore has path=None (in memory only); give it a path")
         with self._lock:
             if self._table is not None:
-                _GENERATIONS.write(Path(self.path), self._write_generation)
+                self._save(Path(self.path))
 
-    def _autosave(self) -> None:
-        if self.autosave and self.path is not None:
-            self.save()
+    def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
+        """Withdraw the table from readers of its generation (it is about to change), then run the transaction."""
+        with self._lock:
+            unshare(self._ready())
+            return super()._mutate(change)
+
+    def _save_locked(self, root: Path) -> None:
+        """Write a new generation; the unchanged table then stands for it to readers (the BM25 store)."""
+        share(self._writer.write(root, self._write_generation), self._table)
+
+    def _checkpoint(self) -> int | None:
+        """What a reload does not restore: the inferred embedding_dim (the rest is the live generation)."""
+        return self.embedding_dim
+
+    def _restore(self, embedding_dim: int | None) -> None:
+        """Reload the live generation, which is what this store held before the failed transaction (it held the
+        lock and had checked that the generation was its own); if even that fails, reload on next use."""
+        self._table, self._vectors, self._info, self._next_row = None, None, {}, 0
+        self.embedding_dim = embedding_dim
+        try:
+            self._ready()
+        except Exception:  # noqa: BLE001 - the caller gets the original error; the next call retries the load
+            self._table = None
 
     def _ready(self) -> SQLiteDocumentTable:
         """The document table, loading the saved store on first use."""
         if self._table is None:
-            found = _GENERATIONS.read_current(Path(self.path)) if self.path is not None else None
+            found = FAISS_GENERATIONS.read_current(Path(self.path)) if self.path is not None else None
             if found is not None:
                 self._load(*found)
             else:
                 self._table = SQLiteDocumentTable()
+            if self.path is not None:
+                self._writer.seen(Path(self.path), *(found or (None, None)))
         return self._table
 
     def _load(self, generation: Path, manifest: dict[str, Any]) -> None:
@@ -288,6 +324,7 @@ class FAISSDocumentStore(FAISSAsyncTwins):
         self._table, self._vectors = table, vectors
         self._info, self._next_row = manifest["info"], manifest["next_row"]
         self.embedding_dim = manifest["embedding_dim"]
+        share(generation, table)
 
     def _write_generation(self, directory: Path) -> dict[str, Any]:
         self._table.save_to(directory / DOCUMENTS_FILE)
@@ -306,112 +343,23 @@ class FAISSDocumentStore(FAISSAsyncTwins):
 
     def _write_matrix(self, documents: list[Document], matrix: np.ndarray, policy: DuplicatePolicy, source: str) -> int:
         """Write documents with embeddings from ``matrix``, ``index_chunk_size`` rows at a time, then save once."""
-        check_documents(documents)
+        texts = [encode_document(d, i) for i, d in enumerate(check_document_list(documents))]
         with self._lock:
             self._ready()
             check_matrix(matrix, len(documents), self.embedding_dim, source)
+            for start in range(0, len(documents), self.index_chunk_size):
+                block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
+                check_finite(block, lambda row, start=start: f"{source} row {start + row}")
+
+        def change() -> tuple[int, bool]:
             if policy in (DuplicatePolicy.NONE, DuplicatePolicy.FAIL):
                 self._check_new_ids(documents)
             self._pretrain(matrix, source)
             written = 0
             for start in range(0, len(documents), self.index_chunk_size):
                 block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
-                check_finite(block, lambda row, start=start: f"{source} row {start + row}")
-                written += self._write(documents[start : start + len(block)], block, np.arange(len(block)), policy)
-            self._autosave()
-            return written
+                end = start + len(block)
+                written += self._write(documents[start:end], texts[start:end], block, np.arange(len(block)), policy)
+            return written, written > 0
 
-    def _check_new_ids(self, documents: Sequence[Document]) -> None:
-        seen: set[str] = set()
-        for position, document in enumerate(documents):
-            if document.id in seen or self._table.row_of(document.id) is not None:
-                raise DuplicateDocumentError(f"ID '{document.id}' (documents[{position}]) already exists.")
-            seen.add(document.id)
-
-    def _pretrain(self, matrix: np.ndarray, source: str) -> None:
-        """Train an untrained index on an even sample of ``matrix`` before a bulk write."""
-        vectors = self._vector_index(matrix.shape[1])
-        if not vectors.is_trained and len(matrix):
-            picks = np.unique(np.linspace(0, len(matrix) - 1, min(len(matrix), _TRAINING_SAMPLE)).astype(np.int64))
-            sample = np.asarray(matrix[picks], dtype=np.float32)
-            check_finite(sample, lambda row: f"{source} row {picks[row]}")
-            vectors.train(sample)
-
-    def _write(self, documents: Sequence[Document], vectors: np.ndarray, vector_of: np.ndarray, policy) -> int:
-        """Apply ``policy``, then insert the surviving documents under new rows and index their vectors."""
-        table = self._table
-        policy = DuplicatePolicy(policy)
-        policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy
-        chosen: dict[str, int] = {}  # id -> position in documents
-        for position, document in enumerate(documents):
-            if document.id in chosen or table.row_of(document.id) is not None:
-                if policy == DuplicatePolicy.FAIL:
-                    raise DuplicateDocumentError(f"ID '{document.id}' (documents[{position}]) already exists.")
-                if policy == DuplicatePolicy.SKIP:
-                    continue
-            chosen[document.id] = position
-        positions = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
-        texts = [encode(documents[position]) for position in positions]  # raises before anything changes
-        picks = vector_of[positions]
-        blobs = [np.ascontiguousarray(vectors[pick], dtype="<f4").tobytes() if pick >= 0 else None for pick in picks]
-        rows = np.arange(self._next_row, self._next_row + len(positions), dtype=np.int64)
-        self._delete_rows([row for document_id in chosen if (row := table.row_of(document_id)) is not None])
-        table.insert(list(zip(rows.tolist(), chosen, texts, blobs, strict=True)))
-        self._next_row += len(rows)
-        if (picks >= 0).any():
-            self._add_vectors(rows[picks >= 0], vectors[picks[picks >= 0]])
-        return len(rows)
-
-    def _vector_index(self, dim: int) -> FAISSVectorIndex:
-        """The FAISS index, built empty on first need."""
-        if self._vectors is None:
-            index = build_faiss_index(dim, self.metric, self.index_factory, self.search_params)
-            self._vectors = FAISSVectorIndex(index, self.metric, self.index_chunk_size, self.index_use_gpu, np.empty(0))
-            self.embedding_dim = dim
-        return self._vectors
-
-    def _add_vectors(self, rows: np.ndarray, matrix: np.ndarray) -> None:
-        vectors = self._vector_index(matrix.shape[1])
-        if vectors.is_trained:
-            vectors.add(rows, matrix)
-        else:
-            self._index_stored_vectors()
-
-    def _index_stored_vectors(self) -> None:
-        """Train (if needed and possible) and fill the index from every embedding in SQLite."""
-        rows = self._table.embedded_rows()
-        matrix = self._table.embeddings(rows, self.embedding_dim)
-        if self._vectors.train(matrix):
-            self._vectors.add(rows, matrix)
-
-    def _delete_rows(self, rows: list[int]) -> None:
-        if not rows:
-            return
-        embedded = [row for row in rows if self._table.has_embedding(row)]
-        self._table.delete(rows)
-        if self._vectors is not None and self._vectors.is_trained:
-            self._vectors.remove(embedded)
-            if self._vectors.needs_rebuild:
-                self._vectors = None
-                self._vector_index(self.embedding_dim)
-                self._index_stored_vectors()
-
-    def _nearest(self, queries: np.ndarray, k: int, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """(Q, <=k) scores and rows of the nearest vectors, among ``candidates`` rows when given; -1 = no hit."""
-        vectors = self._vectors
-        size = len(candidates) if candidates is not None else self._table.embedded_count
-        if vectors is None or not size or not len(queries):
-            return np.empty((len(queries), 0), np.float32), np.empty((len(queries), 0), np.int64)
-        if not vectors.is_trained:  # too few vectors to train yet: all of them are searched exactly
-            return self._exact(queries, k, candidates)
-        k = min(k, size)
-        scores, rows = vectors.search(queries, k, candidates)
-        if (rows < 0).any():  # an approximate index missed hits that exist: redo those queries exactly
-            short = (rows < 0).any(axis=1)
-            scores[short], rows[short] = self._exact(queries[short], k, candidates)
-        return scores, rows
-
-    def _exact(self, queries: np.ndarray, k: int, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Brute-force search over the stored embeddings of ``candidates`` (all embedded rows when None)."""
-        pool = candidates if candidates is not None else self._table.embedded_rows()
-        return exact_search(queries, k, pool, self._table.embeddings(pool, self.embedding_dim), self.metric)
+        return self._mutate(change)

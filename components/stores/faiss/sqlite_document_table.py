@@ -18,6 +18,8 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils.filters import document_matches_filter
 
+from components.stores.document_checks import encode_document
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS documents ("
     " row INTEGER PRIMARY KEY,"  # the FAISS id of the document's vector
@@ -43,29 +45,6 @@ def derived(base: Document, **changes: Any) -> Document:
     return document
 
 
-def encode(document: Document) -> str:
-    """Serialise a Document without its embedding; raises ValueError naming the field that JSON cannot hold."""
-    data = document.to_dict(flatten=False)
-    data.pop("embedding", None)
-    try:
-        return json.dumps(data, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        fields = {f"meta.{key}": value for key, value in data["meta"].items()} | {"blob": data["blob"]}
-        culprit = next((name for name, value in fields.items() if not _json_safe(value)), "meta")
-        raise ValueError(
-            f"Document '{document.id}': field '{culprit}' cannot be stored, the FAISS store keeps documents as JSON "
-            f"(allowed: str, int, float, bool, None, lists and dicts of those): {exc}"
-        ) from exc
-
-
-def _json_safe(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
 class SQLiteDocumentTable:
     """An in-memory SQLite table of documents plus a row → Document cache that mirrors it."""
 
@@ -82,6 +61,11 @@ class SQLiteDocumentTable:
     def row_of(self, document_id: str) -> int | None:
         """The row holding ``document_id``, or None."""
         return self._row_of.get(document_id)
+
+    def document_of(self, document_id: str) -> Document | None:
+        """The stored Document (shared, not a copy: callers copy it) with ``document_id``, or None."""
+        row = self._row_of.get(document_id)
+        return None if row is None else self._docs.get(row)
 
     def has_embedding(self, row: int) -> bool:
         """Whether the document in ``row`` was stored with an embedding."""
@@ -132,7 +116,7 @@ class SQLiteDocumentTable:
         """Merge ``meta`` into the meta of the documents in ``rows``."""
         for row in rows:
             base = self._docs[row]
-            text = encode(derived(base, meta={**base.meta, **meta}))
+            text = encode_document(derived(base, meta={**base.meta, **meta}), row)
             with self._db:
                 self._db.execute("UPDATE documents SET document = ? WHERE row = ?", (text, row))
             self._cache(row, base.id, text, row in self._embedded)

@@ -1,0 +1,43 @@
+"""What a BM25 store writes into a generation directory, and where a loaded one reads its documents from."""
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from haystack import Document
+
+from components.stores.bm25.document_table import DocumentTable, JsonlDocumentTable, write_documents_file
+from components.stores.bm25.segments import MainSegment
+from components.stores.bm25.settings import relative_to_store
+from components.stores.bm25.tokenizers import tokenizer_name
+
+
+def write_generation(directory: Path, main: MainSegment | None, root: Path, settings: dict[str, Any],
+                     documents: Callable[[list[str]], list[Document]]) -> dict[str, Any]:
+    """
+    Fill a generation directory of the store at ``root`` and return its manifest fields.
+
+    Nothing saved is an absolute path: ``document_store_path`` is recorded relative to ``root``.
+    """
+    shared = settings["document_store_path"]
+    if main is not None:
+        main.save(directory)
+        if shared is None:
+            write_documents_file(directory, documents(main.ids))
+    return {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "documents": main.n_docs if main else 0,
+        "tokenizer": {"lang": settings["lang"], "tokenizer": tokenizer_name(settings["tokenizer"])},
+        "bm25": {name: settings[name] for name in ("method", "k1", "b", "delta")},
+        "document_store_path": relative_to_store(shared, root),
+    }
+
+
+def document_table(shared: str | None, generation: Path, ids: list[str]) -> DocumentTable:
+    """Where saved documents are read: the sibling FAISS store's live generation, or this generation's own file."""
+    if shared is None:
+        return JsonlDocumentTable(generation, ids)
+    from components.stores.faiss.shared_documents import SavedDocuments
+
+    return SavedDocuments(shared)

@@ -1,0 +1,127 @@
+"""How FAISSDocumentStore turns writes and deletes into SQLite rows and FAISS vectors, and searches them.
+
+Each document gets a new int64 row (``_next_row`` counts up, never reused): the row is its SQLite key and its
+FAISS id. An overwrite deletes the old row and inserts a new one. These methods run inside the store's
+transactions (``components.stores.transactions``) with its lock held; they assume checked inputs.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+from haystack import Document
+from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.document_stores.types import DuplicatePolicy
+
+from components.stores.faiss.checks import check_finite
+from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
+from components.stores.faiss.vector_index import FAISSVectorIndex, build_faiss_index, exact_search
+
+TRAINING_SAMPLE = 100_000  # rows of a .npy used to train an IVF index before the bulk add
+
+
+class RowWrites:
+    """Mixin of FAISSDocumentStore: rows, vectors and nearest-neighbour search over them."""
+
+    metric: str
+    index_factory: str
+    search_params: dict[str, float] | None
+    embedding_dim: int | None
+    _table: SQLiteDocumentTable
+    _vectors: FAISSVectorIndex | None
+    _next_row: int
+
+    def _check_new_ids(self, documents: Sequence[Document]) -> None:
+        seen: set[str] = set()
+        for position, document in enumerate(documents):
+            if document.id in seen or self._table.row_of(document.id) is not None:
+                raise DuplicateDocumentError(f"ID '{document.id}' (documents[{position}]) already exists.")
+            seen.add(document.id)
+
+    def _pretrain(self, matrix: np.ndarray, source: str) -> None:
+        """Train an untrained index on an even sample of ``matrix`` before a bulk write."""
+        vectors = self._vector_index(matrix.shape[1])
+        if not vectors.is_trained and len(matrix):
+            picks = np.unique(np.linspace(0, len(matrix) - 1, min(len(matrix), TRAINING_SAMPLE)).astype(np.int64))
+            sample = np.asarray(matrix[picks], dtype=np.float32)
+            check_finite(sample, lambda row: f"{source} row {picks[row]}")
+            vectors.train(sample)
+
+    def _write(self, documents: Sequence[Document], texts: Sequence[str], vectors: np.ndarray, vector_of: np.ndarray,
+               policy: DuplicatePolicy) -> int:
+        """Apply ``policy``, then insert the surviving documents under new rows and index their vectors."""
+        table = self._table
+        policy = DuplicatePolicy(policy)
+        policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy
+        chosen: dict[str, int] = {}  # id -> position in documents
+        for position, document in enumerate(documents):
+            if document.id in chosen or table.row_of(document.id) is not None:
+                if policy == DuplicatePolicy.FAIL:
+                    raise DuplicateDocumentError(f"ID '{document.id}' (documents[{position}]) already exists.")
+                if policy == DuplicatePolicy.SKIP:
+                    continue
+            chosen[document.id] = position
+        positions = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
+        texts = [texts[position] for position in positions]
+        picks = vector_of[positions]
+        blobs = [np.ascontiguousarray(vectors[pick], dtype="<f4").tobytes() if pick >= 0 else None for pick in picks]
+        rows = np.arange(self._next_row, self._next_row + len(positions), dtype=np.int64)
+        self._delete_rows([row for document_id in chosen if (row := table.row_of(document_id)) is not None])
+        table.insert(list(zip(rows.tolist(), chosen, texts, blobs, strict=True)))
+        self._next_row += len(rows)
+        if (picks >= 0).any():
+            self._add_vectors(rows[picks >= 0], vectors[picks[picks >= 0]])
+        return len(rows)
+
+    def _vector_index(self, dim: int) -> FAISSVectorIndex:
+        """The FAISS index, built empty on first need."""
+        if self._vectors is None:
+            index = build_faiss_index(dim, self.metric, self.index_factory, self.search_params)
+            self._vectors = FAISSVectorIndex(index, self.metric, self.index_chunk_size, self.index_use_gpu, np.empty(0))
+            self.embedding_dim = dim
+        return self._vectors
+
+    def _add_vectors(self, rows: np.ndarray, matrix: np.ndarray) -> None:
+        vectors = self._vector_index(matrix.shape[1])
+        if vectors.is_trained:
+            vectors.add(rows, matrix)
+        else:
+            self._index_stored_vectors()
+
+    def _index_stored_vectors(self) -> None:
+        """Train (if needed and possible) and fill the index from every embedding in SQLite."""
+        rows = self._table.embedded_rows()
+        matrix = self._table.embeddings(rows, self.embedding_dim)
+        if self._vectors.train(matrix):
+            self._vectors.add(rows, matrix)
+
+    def _delete_rows(self, rows: list[int]) -> None:
+        if not rows:
+            return
+        embedded = [row for row in rows if self._table.has_embedding(row)]
+        self._table.delete(rows)
+        if self._vectors is not None and self._vectors.is_trained:
+            self._vectors.remove(embedded)
+            if self._vectors.needs_rebuild:
+                self._vectors = None
+                self._vector_index(self.embedding_dim)
+                self._index_stored_vectors()
+
+    def _nearest(self, queries: np.ndarray, k: int, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(Q, <=k) scores and rows of the nearest vectors, among ``candidates`` rows when given; -1 = no hit."""
+        vectors = self._vectors
+        size = len(candidates) if candidates is not None else self._table.embedded_count
+        if vectors is None or not size or not len(queries):
+            return np.empty((len(queries), 0), np.float32), np.empty((len(queries), 0), np.int64)
+        if not vectors.is_trained:  # too few vectors to train yet: all of them are searched exactly
+            return self._exact(queries, k, candidates)
+        k = min(k, size)
+        scores, rows = vectors.search(queries, k, candidates)
+        if (rows < 0).any():  # an approximate index missed hits that exist: redo those queries exactly
+            short = (rows < 0).any(axis=1)
+            scores[short], rows[short] = self._exact(queries[short], k, candidates)
+        return scores, rows
+
+    def _exact(self, queries: np.ndarray, k: int, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Brute-force search over the stored embeddings of ``candidates`` (all embedded rows when None)."""
+        pool = candidates if candidates is not None else self._table.embedded_rows()
+        return exact_search(queries, k, pool, self._table.embeddings(pool, self.embedding_dim), self.metric)

@@ -1,0 +1,95 @@
+"""The documents of a saved FAISS store, read by another store over the same corpus (the BM25 store).
+
+A hybrid search holds a FAISS store and a BM25 store of one corpus; the BM25 index keeps only document ids
+and reads the documents from the FAISS store's live generation, so the corpus is held in memory once:
+
+- when a FAISSDocumentStore of this process has that very generation loaded and unchanged, its in-memory
+  table answers (a dict lookup per hit, as fast as the FAISS store's own hits);
+- otherwise the generation's ``documents.sqlite`` is opened read-only and documents are read by id as hits
+  need them (SQLite's small page cache, no FAISS index, no copy of the corpus).
+
+Generations are never modified once written (a save writes a new one), so both sources answer the same.
+"""
+
+import json
+import sqlite3
+import threading
+import weakref
+from pathlib import Path
+
+from haystack import Document
+from haystack.document_stores.errors import DocumentStoreError
+
+from components.stores.crash_safe_generations import Generations
+from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
+
+FAISS_GENERATIONS = Generations(kind="FAISS store", digits=8)  # gen-00000001, ...
+DOCUMENTS_FILE = "documents.sqlite"
+_BATCH = 900  # ids per "IN (...)" statement, under SQLite's host-parameter limit
+_LOADED: "weakref.WeakValueDictionary[Path, SQLiteDocumentTable]" = weakref.WeakValueDictionary()
+_LOADED_LOCK = threading.Lock()
+
+
+def share(generation: Path, table: SQLiteDocumentTable) -> None:
+    """Offer ``table``, which holds exactly the documents of ``generation``, to readers of this process."""
+    with _LOADED_LOCK:
+        _LOADED[generation.resolve()] = table
+
+
+def unshare(table: SQLiteDocumentTable) -> None:
+    """Withdraw ``table`` before it changes (it no longer equals the generation it was loaded from)."""
+    with _LOADED_LOCK:
+        for generation in [g for g, t in _LOADED.items() if t is table]:
+            del _LOADED[generation]
+
+
+class SavedDocuments:
+    """Documents by id of the live generation of the FAISS store at ``store_path``, read-only."""
+
+    def __init__(self, store_path: str) -> None:
+        """
+        Open the live generation's document file (read-only; the generation stays readable after a newer save).
+
+        :raises DocumentStoreError: If ``store_path`` holds no saved FAISS store, naming it.
+        """
+        self.path = store_path
+        generation = FAISS_GENERATIONS.current(Path(store_path))
+        if generation is None:
+            raise DocumentStoreError(f"{store_path}: no saved FAISS store there (document_store_path)")
+        self._generation = generation.resolve()
+        file = self._generation / DOCUMENTS_FILE
+        try:
+            self._db = sqlite3.connect(f"{file.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+            self._db.execute("SELECT count(*) FROM documents").fetchone()  # opens the file now
+        except sqlite3.DatabaseError as exc:
+            raise DocumentStoreError(f"{file}: cannot read the document table ({exc})") from exc
+        self._lock = threading.Lock()
+
+    def get(self, ids: list[str]) -> list[Document]:
+        """These documents, in this order; every id must be stored (else DocumentStoreError naming the ids)."""
+        loaded = _LOADED.get(self._generation)
+        found = {doc_id: doc for doc_id in ids if (doc := loaded.document_of(doc_id)) is not None} if loaded else {}
+        missing = [doc_id for doc_id in dict.fromkeys(ids) if doc_id not in found]
+        if missing:
+            found.update(self._read(missing))
+        lacking = [doc_id for doc_id in missing if doc_id not in found]
+        if lacking:
+            raise DocumentStoreError(
+                f"document store at {self.path} (document_store_path) lacks documents the BM25 index holds "
+                f"({len(lacking)} ids, e.g. {lacking[:5]}): both stores must index the same corpus"
+            )
+        return [found[doc_id] for doc_id in ids]
+
+    def _read(self, ids: list[str]) -> dict[str, Document]:
+        """Read and decode documents by id from the SQLite file."""
+        found: dict[str, Document] = {}
+        with self._lock:
+            for start in range(0, len(ids), _BATCH):
+                chunk = ids[start : start + _BATCH]
+                query = f"SELECT id, document FROM documents WHERE id IN ({','.join('?' * len(chunk))})"
+                try:
+                    for doc_id, text in self._db.execute(query, chunk):
+                        found[doc_id] = Document.from_dict(json.loads(text))
+                except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
+                    raise DocumentStoreError(f"{self._generation / DOCUMENTS_FILE}: corrupted ({exc})") from exc
+        return found
