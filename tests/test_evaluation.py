@@ -14,6 +14,7 @@ from typing import Callable
 
 import pytest
 
+from components.converters import CorpusFormatError, JSONLCorpusReader
 from needle.eval import (
     DatasetError,
     EvalResult,
@@ -94,23 +95,33 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], None], list[str]]] = {
     "no corpus": (lambda d: (d / "corpus.jsonl").unlink(), ["missing corpus.jsonl", "qrels/<split>.tsv"]),
     "no queries": (lambda d: (d / "queries.jsonl").unlink(), ["missing queries.jsonl", "a BEIR dir needs"]),
     "no split": (lambda d: (d / "qrels" / "test.tsv").unlink(), ["missing qrels/test.tsv", "found: train"]),
-    "corpus not json": (lambda d: _replace_line(d / "corpus.jsonl", 4, "{oops"), ["corpus.jsonl line 4", "not valid JSON"]),
-    "corpus no _id": (lambda d: _replace_line(d / "corpus.jsonl", 3, '{"text": "x"}'), ["corpus.jsonl line 3", "'_id'"]),
+    "corpus not json": (lambda d: _replace_line(d / "corpus.jsonl", 4, "{oops"),
+                        ["corpus.jsonl, line 4", "invalid JSON"]),
+    "corpus no _id": (lambda d: _replace_line(d / "corpus.jsonl", 3, '{"text": "x"}'),
+                      ["corpus.jsonl, line 3", "missing id field '_id'"]),
     "corpus dup id": (lambda d: _replace_line(d / "corpus.jsonl", 5, '{"_id": "d2", "text": "x"}'),
-                      ["corpus.jsonl line 5", "duplicate _id 'd2'", "line 2"]),
-    "query no text": (lambda d: _replace_line(d / "queries.jsonl", 2, '{"_id": "q2"}'), ["queries.jsonl line 2", "'text'"]),
+                      ["corpus.jsonl, line 5", "duplicate id 'd2'", "line 2"]),
+    "corpus surrogate": (lambda d: _replace_line(d / "corpus.jsonl", 2, r'{"_id": "d2", "text": "\ud800"}'),
+                         ["corpus.jsonl, line 2", "field 'text' is not valid Unicode"]),
+    "corpus deep": (lambda d: _replace_line(d / "corpus.jsonl", 2, '{"_id": "d2", "m": ' + "[" * 10**5 + "]" * 10**5),
+                    ["corpus.jsonl, line 2", "field 'm' is nested deeper than 100 levels"]),
+    "query no text": (lambda d: _replace_line(d / "queries.jsonl", 2, '{"_id": "q2"}'),
+                      ["queries.jsonl, line 2", "'text'"]),
+    "query too deep": (lambda d: _replace_line(d / "queries.jsonl", 2, "[" * 10**5),
+                       ["queries.jsonl, line 2", "nested deeper than 100"]),
     "unknown doc": (lambda d: _replace_line(d / "qrels" / "test.tsv", 3, "q2\td99\t1"),
-                    ["test.tsv line 3", "corpus-id 'd99' is not in corpus.jsonl"]),
+                    ["test.tsv, line 3", "corpus-id 'd99' is not in corpus.jsonl"]),
     "unknown query": (lambda d: _replace_line(d / "qrels" / "test.tsv", 2, "q42\td1\t1"),
-                      ["test.tsv line 2", "query-id 'q42' is not in queries.jsonl"]),
-    "two fields": (lambda d: _replace_line(d / "qrels" / "test.tsv", 4, "q2 d3 1"), ["test.tsv line 4", "3 tab-separated"]),
+                      ["test.tsv, line 2", "query-id 'q42' is not in queries.jsonl"]),
+    "two fields": (lambda d: _replace_line(d / "qrels" / "test.tsv", 4, "q2 d3 1"),
+                   ["test.tsv, line 4", "3 tab-separated"]),
     "float score": (lambda d: _replace_line(d / "qrels" / "test.tsv", 2, "q1\td1\t0.5"),
-                    ["test.tsv line 2", "score '0.5' must be an integer >= 0"]),
+                    ["test.tsv, line 2", "score '0.5' must be an integer >= 0"]),
     "negative score": (lambda d: _replace_line(d / "qrels" / "test.tsv", 2, "q1\td1\t-1"), ["line 2", "score -1"]),
     "dup judgement": (lambda d: _replace_line(d / "qrels" / "test.tsv", 3, "q1\td1\t1"),
-                      ["test.tsv line 3", "duplicate judgement for query 'q1', doc 'd1'"]),
+                      ["test.tsv, line 3", "duplicate judgement for query 'q1', doc 'd1'"]),
     "odd header": (lambda d: _replace_line(d / "qrels" / "test.tsv", 1, "qid\tdocid\tscore"),
-                   ["test.tsv line 1", "header line is only allowed"]),
+                   ["test.tsv, line 1", "header line is only allowed"]),
 }
 
 
@@ -124,6 +135,28 @@ def test_load_beir_bad_input_is_a_one_line_dataset_error(beir_dir: Path, case: s
     assert "\n" not in message and isinstance(caught.value, ValueError)
     for fragment in fragments:
         assert fragment in message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "{oops",
+        r'{"_id": "d2", "text": "\udfff"}',
+        '{"_id": "d2", "text": "x", "m": ' + "{" * 10**5,
+        '{"_id": "d2", "text": NaN}',
+        '{"_id": "d1", "text": "a second d1"}',
+        '{"_id": "d2", "text": 5}',
+    ],
+)
+def test_a_bad_corpus_line_reads_the_same_in_needle_index_and_needle_eval(beir_dir: Path, line: str) -> None:
+    """load_beir reads corpus.jsonl through the corpus reader ``needle index`` uses: one line, one message."""
+    _replace_line(beir_dir / "corpus.jsonl", 2, line)
+    with pytest.raises(CorpusFormatError) as by_index:
+        JSONLCorpusReader().run(path=str(beir_dir / "corpus.jsonl"))
+    with pytest.raises(DatasetError) as by_eval:
+        load_beir(beir_dir)
+    assert str(by_eval.value) == str(by_index.value)
+    assert str(by_eval.value).startswith(f"{beir_dir / 'corpus.jsonl'}, line 2: ")
 
 
 def test_load_beir_missing_dir(tmp_path: Path) -> None:

@@ -43,13 +43,14 @@ class _Layout:
     content: str
     id: str
     title_in_content: bool
+    id_required: bool
 
 
 def _detect_layout(
-    first: dict, options: tuple[str | None, str | None, bool | None], path: Path, line_no: int
+    first: dict, options: tuple[str | None, str | None, bool | None, bool], path: Path, line_no: int
 ) -> _Layout:
     """Choose the text and id fields from the first object: ``contents`` means UltraRAG, ``text`` means BEIR."""
-    content_field, id_field, title_in_content = options
+    content_field, id_field, title_in_content, require_id = options
     content = content_field
     if content is None:
         content = "contents" if "contents" in first else "text" if "text" in first else None
@@ -58,12 +59,14 @@ def _detect_layout(
         raise CorpusFormatError(path, line_no, problem)
     ident = id_field or ("_id" if "_id" in first else "id")
     with_title = title_in_content if title_in_content is not None else content == "text"
-    return _Layout(content=content, id=ident, title_in_content=with_title)
+    return _Layout(content=content, id=ident, title_in_content=with_title, id_required=require_id)
 
 
-def _take_id(obj: dict, field: str, path: Path, line_no: int) -> str:
-    """Pop the id field; integers become strings, a missing id becomes the line number."""
+def _take_id(obj: dict, field: str, path: Path, line_no: int, required: bool) -> str:
+    """Pop the id field; integers become strings, a missing id becomes the line number unless ``required``."""
     value = obj.pop(field, None)
+    if value is None and required:
+        raise CorpusFormatError(path, line_no, f"missing id field '{field}'")
     if value is None:
         return str(line_no)
     if isinstance(value, bool) or not isinstance(value, str | int):
@@ -89,7 +92,7 @@ def _to_document(obj: dict, layout: _Layout, path: Path, line_no: int) -> Docume
     """Turn one parsed line into a Document; the remaining keys become meta."""
     content = _take_string(obj, layout.content, path, line_no, required=True)
     del obj[layout.content]
-    doc_id = _take_id(obj, layout.id, path, line_no)
+    doc_id = _take_id(obj, layout.id, path, line_no, layout.id_required)
     title = _take_string(obj, "title", path, line_no, required=False)
     image = _take_string(obj, "image_path", path, line_no, required=False)
     if image is not None:
@@ -108,18 +111,20 @@ def iter_corpus(
     content_field: str | None = None,
     id_field: str | None = None,
     title_in_content: bool | None = None,
+    require_id: bool = False,
 ) -> Iterator[Document]:
     """Stream Documents from a JSONL corpus line by line (memory: one line plus the set of ids seen).
 
-    Parameters as for :class:`JSONLCorpusReader`. Raises :class:`CorpusFormatError` on the first bad line,
-    ``FileNotFoundError`` when the file is missing.
+    Parameters as for :class:`JSONLCorpusReader`, plus ``require_id``: a line without the id field is an error
+    instead of taking its line number as id (the BEIR loader's rule: qrels name documents by ``_id``).
+    Raises :class:`CorpusFormatError` on the first bad line, ``FileNotFoundError`` when the file is missing.
     """
     path = Path(path)
     layout: _Layout | None = None
     seen: dict[str, int] = {}
     for line_no, obj in iter_json_objects(path):
         if layout is None:
-            layout = _detect_layout(obj, (content_field, id_field, title_in_content), path, line_no)
+            layout = _detect_layout(obj, (content_field, id_field, title_in_content, require_id), path, line_no)
         doc = _to_document(obj, layout, path, line_no)
         if doc.id in seen:
             raise CorpusFormatError(path, line_no, f"duplicate id '{doc.id}' (first used on line {seen[doc.id]})")
