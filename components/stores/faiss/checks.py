@@ -126,10 +126,8 @@ def check_manifest(manifest: dict[str, Any], path: Path, settings: dict[str, Any
         "metric": manifest["metric"] not in METRICS,
         "index_factory": not isinstance(manifest["index_factory"], str),
         "info": not isinstance(manifest["info"], dict),
-        **{name: value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0)
-           for name, value in counts.items()},
-        "next_row": counts["next_row"] is None,
-        "documents": counts["documents"] is None,
+        **{name: (value is not None or name in ("next_row", "documents"))
+           and (isinstance(value, bool) or not isinstance(value, int) or value < 0) for name, value in counts.items()},
     }
     for name, bad in problems.items():
         if bad:

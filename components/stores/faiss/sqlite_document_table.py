@@ -176,6 +176,8 @@ class SQLiteDocumentTable:
         target = sqlite3.connect(path)
         try:
             self._db.backup(target)
+        except sqlite3.Error as exc:  # e.g. "disk I/O error" on a full disk
+            raise DocumentStoreError(f"{path}: cannot write the document table ({exc})") from exc
         finally:
             target.close()
 
