@@ -192,7 +192,8 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
 
         def change() -> tuple[None, bool]:
             table = self._ready()
-            rows = [row for document_id in document_ids if (row := table.row_of(document_id)) is not None]
+            ids = dict.fromkeys(document_ids)  # an id given twice is deleted once
+            rows = [row for document_id in ids if (row := table.row_of(document_id)) is not None]
             self._delete_rows(rows)
             return None, bool(rows)
 
