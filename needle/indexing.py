@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from haystack.core.errors import PipelineRuntimeError
+
 from needle.index_dir import IndexManifest, NeedleError, build_bm25, build_dense, save_search_pipelines
 from needle.index_generations import LAYOUT, check_target, previous_embeddings, remove_legacy, take_lock
 
@@ -22,6 +24,7 @@ def build_index(
 
     :raises NeedleError: missing corpus, nothing to build, or an OUT that is a file, read-only, or a stranger's
         non-empty directory (never written into).
+        A failure while writing (full disk, read-only files) is a NeedleError too; the live index is unchanged.
     :raises DirectoryLockedError: another writer is building OUT now (the message names it).
     """
     corpus, out = Path(corpus), Path(out)
@@ -44,7 +47,13 @@ def build_index(
                 raise
             return built["manifest"].recorded()
 
-        LAYOUT.write(out, write)
+        try:
+            LAYOUT.write(out, write)
+        except (OSError, PipelineRuntimeError) as error:
+            cause = error.__cause__ if isinstance(error, PipelineRuntimeError) else error
+            if not isinstance(cause, OSError):
+                raise
+            raise NeedleError(f"writing a new generation of {out} failed, so the live index is unchanged: {cause}") from error
         remove_legacy(out)
     return built["manifest"]
 
