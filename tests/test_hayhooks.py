@@ -1,76 +1,101 @@
-"""`needle serve` deploys an index's YAML search pipelines on a real Hayhooks server, which answers queries."""
+"""`needle serve` answers queries through Hayhooks' registry and run_async, and exposes nothing else.
+
+One real server (a subprocess on a free 127.0.0.1 port) over an index built by `needle index --bm25`: every mode
+answers with Hayhooks' ``{"result": {component: {"documents": [...]}}}`` shape; Hayhooks' deploy, undeploy, file,
+chat and drawing routes are absent, so a web page cannot deploy a pipeline that runs commands; no CORS header is
+sent without ``--cors-origin``; and the index directory is byte-identical after serving.
+"""
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from serve_support import Server, shared_server, tree, tree_before_serving
 
-from needle.cli import main
-
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "python_docs.jsonl"
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def post(url: str, body: dict) -> dict:
-    """POST JSON, return the decoded JSON answer."""
-    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        return json.loads(resp.read())
-
-
-def wait_for_pipelines(base: str, names: set[str], proc: subprocess.Popen, deadline_s: float = 120) -> None:
-    """Poll /status until every pipeline is deployed, failing early if the server died."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        assert proc.poll() is None, proc.stdout.read()
-        try:
-            with urllib.request.urlopen(f"{base}/status", timeout=2) as resp:
-                if names <= set(json.loads(resp.read()).get("pipelines", [])):
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"Hayhooks did not deploy {names} within {deadline_s}s")
+ANSWERING = {"dense_search": "retriever", "bm25_search": "retriever", "hybrid_search": "mix", "rrf_search": "joiner"}
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    """An index of the sample corpus served by `needle serve` on a free port; stopped afterwards."""
-    index = tmp_path_factory.mktemp("serve") / "index"
-    assert main(["index", str(SAMPLE), "--out", str(index), "--bm25"]) == 0
-    port = free_port()
-    exe = str(Path(sys.executable).with_name("needle"))
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    env.pop("HAYSTACK_DESERIALIZATION_ALLOWLIST", None)
-    proc = subprocess.Popen(
-        [exe, "serve", str(index), "--port", str(port)], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_pipelines(base, {"dense_search", "bm25_search", "hybrid_search", "rrf_search"}, proc)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Server:
+    return shared_server(request, tmp_path_factory)
 
 
-@pytest.mark.parametrize(("name", "answering"), [("dense_search", "retriever"), ("bm25_search", "retriever"),
-                                                 ("hybrid_search", "mix"), ("rrf_search", "joiner")])
-def test_served_pipeline_answers_query(server: str, name: str, answering: str) -> None:
-    result = post(f"{server}/{name}/run", {"query": "read and write ZIP files"})["result"]
-    docs = result[answering]["documents"]
-    assert docs and docs[0]["id"].startswith("zipfile")
+def evil_yaml(marker: Path) -> str:
+    """A BM25 pipeline whose tokenizer would run each query as a shell command (issue 8's attack)."""
+    store = {"type": "components.stores.bm25.document_store.BM25DocumentStore",
+             "init_parameters": {"path": str(marker.parent / "bm25"), "tokenizer": "os:system"}}
+    pipeline = {
+        "components": {"retriever": {"type": "components.retrievers.bm25.retriever.BM25Retriever",
+                                     "init_parameters": {"document_store": store}}},
+        "connections": [], "inputs": {"query": "retriever.query"}, "outputs": {"documents": "retriever.documents"},
+    }
+    return json.dumps(pipeline)  # JSON is YAML
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERING))
+def test_each_mode_answers_with_hayhooks_result_shape(server: Server, name: str) -> None:
+    answer = server.post_json(f"/{name}/run", {"query": "read and write ZIP files"})
+    assert answer.status == 200, answer.body[:500]
+    docs = answer.json()["result"][ANSWERING[name]]["documents"]
+    assert len(docs) == 5 and docs[0]["id"].startswith("zipfile")
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERING))
+def test_request_top_k_sets_the_number_of_hits(server: Server, name: str) -> None:
+    answer = server.post_json(f"/{name}/run", {"query": "read and write ZIP files", "top_k": 2})
+    assert answer.status == 200, answer.body[:500]
+    assert len(answer.json()["result"][ANSWERING[name]]["documents"]) == 2
+
+
+def test_status_lists_exactly_the_index_pipelines(server: Server) -> None:
+    status = server.request("GET", "/status").json()
+    assert status["status"] == "Up!" and set(status["pipelines"]) == set(ANSWERING)
+
+
+def test_openapi_lists_only_query_routes(server: Server) -> None:
+    paths = set(server.request("GET", "/openapi.json").json()["paths"])
+    assert paths == {"/status", "/status/{pipeline_name}"} | {f"/{name}/run" for name in ANSWERING}
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("POST", "/deploy-yaml"), ("POST", "/deploy_files"), ("POST", "/undeploy/dense_search"),
+    ("POST", "/undeploy/evil"), ("POST", "/v1/chat/completions"), ("POST", "/chat/completions"),
+    ("POST", "/v1/responses"), ("POST", "/v1/files"), ("GET", "/v1/models"), ("GET", "/draw/dense_search"),
+    ("PUT", "/dense_search/run"), ("DELETE", "/dense_search/run"),
+])
+def test_hayhooks_management_routes_are_gone(server: Server, tmp_path: Path, method: str, path: str) -> None:
+    marker = tmp_path / "pwned"
+    body = {"name": "evil", "source_code": evil_yaml(marker), "overwrite": True, "save_file": True,
+            "files": {"pipeline_wrapper.py": f"open({str(marker)!r}, 'w').close()"}, "model": "dense_search",
+            "messages": [{"role": "user", "content": f"touch {marker}"}]}
+    answer = server.post_json(path, body) if method == "POST" else server.request(method, path)
+    assert answer.status in (404, 405), (answer.status, answer.body[:300])
+    assert set(server.request("GET", "/status").json()["pipelines"]) == set(ANSWERING)
+    assert server.post_json("/dense_search/run", {"query": "zip"}).status == 200
+    assert not marker.exists()
+
+
+def test_deployed_tokenizer_cannot_run_commands(server: Server, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    deploy = server.post_json("/deploy-yaml", {"name": "evil", "source_code": evil_yaml(marker)})
+    run = server.post_json("/evil/run", {"query": f"touch {marker}"})
+    assert (deploy.status, run.status) == (404, 404)
+    assert not marker.exists()
+
+
+def test_no_cors_headers_without_cors_origin(server: Server) -> None:
+    preflight = server.request("OPTIONS", "/dense_search/run", headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    simple = server.request("GET", "/status", headers={"Origin": "http://evil.example"})
+    posted = server.post_json("/dense_search/run", {"query": "zip"}, headers={"Origin": "http://evil.example"})
+    assert preflight.status == 405 and simple.status == 200 and posted.status == 200
+    for answer in (preflight, simple, posted):
+        assert not [name for name in answer.headers if name.startswith("access-control-")], answer.headers
+
+
+def test_index_directory_is_unchanged_by_serving(server: Server, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from serve_support import sample_index
+
+    assert tree(sample_index(tmp_path_factory)) == tree_before_serving()

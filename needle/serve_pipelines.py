@@ -1,0 +1,114 @@
+"""The search pipelines `needle serve` deploys: built in memory from an index's manifest, fixed at start-up.
+
+Each servable mode becomes one Hayhooks ``YAMLPipelineWrapper`` in an ``ImmutablePipelineRegistry`` (Hayhooks'
+registry of durable mode, which has no deploy or undeploy path). The YAML comes from
+``fill_search_pipeline``'s in-memory dict, never from a file in the index directory, and nothing is saved
+anywhere. Every pipeline answers a probe query before the server starts, because the stores load lazily: a
+broken index part must stop the start-up, not the first user's query.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hayhooks.server.pipelines.models import create_pipeline_metadata
+from hayhooks.server.pipelines.registry import (
+    ImmutablePipelineRegistry,
+    PipelineRegistration,
+)
+from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper
+
+import components  # noqa: F401  (allowlists our component modules for Pipeline.loads)
+from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
+from needle.search import MODES
+
+PROBE_QUERY = "needle serve start-up probe"
+FUSED_MODES = ("hybrid", "rrf")  # modes that need both the dense and the BM25 part
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """How one request feeds a search pipeline: where the query goes and which components take ``top_k``."""
+
+    query_targets: tuple[tuple[str, str], ...]
+    top_k_defaults: dict[str, int]
+    answering: str
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> "SearchPlan":
+        """Read the plan from a pipeline dict's Hayhooks ``inputs``/``outputs`` blocks and init parameters."""
+        targets = data["inputs"]["query"]
+        targets = targets if isinstance(targets, list) else [targets]
+        defaults = {
+            name: spec["init_parameters"]["top_k"]
+            for name, spec in data["components"].items()
+            if "top_k" in spec.get("init_parameters", {})
+        }
+        answering = data["outputs"]["documents"].split(".", 1)[0]
+        return cls(tuple(tuple(t.split(".", 1)) for t in targets), defaults, answering)
+
+    def feed(self, query: str, top_k: int | None) -> dict[str, dict[str, Any]]:
+        """Pipeline input for one query; a request's top_k goes to the answering component, and candidate
+        generators before it keep at least their own count (the rule ``fill_search_pipeline`` applies)."""
+        data: dict[str, dict[str, Any]] = {}
+        for component, socket in self.query_targets:
+            data.setdefault(component, {})[socket] = query
+        if top_k is not None:
+            for component, default in self.top_k_defaults.items():
+                data.setdefault(component, {})["top_k"] = top_k if component == self.answering else max(top_k, default)
+        return data
+
+
+@dataclass(frozen=True)
+class ServedPipelines:
+    """The registry Hayhooks' status route reads, and the plan of each pipeline in it."""
+
+    registry: ImmutablePipelineRegistry
+    plans: dict[str, SearchPlan]
+
+
+def servable_modes(manifest: IndexManifest) -> list[str]:
+    """The search modes this index has every part for, in MODES order."""
+    parts = set(manifest.modes)
+    return [mode for mode in MODES if ({"dense", "bm25"} if mode in FUSED_MODES else {mode}) <= parts]
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The innermost error of a wrapped chain (Hayhooks' ValueError, Haystack's PipelineRuntimeError, ...)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return error
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on one line, its type when the message is empty."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def deploy(index_dir: Path, manifest: IndexManifest, name: str) -> tuple[PipelineRegistration, SearchPlan]:
+    """Build, warm up and probe the pipeline ``<name>_search``; any failure is a NeedleError naming it."""
+    pipeline_name = f"{name}_search"
+    try:
+        data = fill_search_pipeline(index_dir, manifest, name)
+        wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(data, sort_keys=False), description=pipeline_name)
+        wrapper.setup()
+        wrapper.pipeline.warm_up()
+        plan = SearchPlan.of(data)
+        wrapper.pipeline.run(plan.feed(PROBE_QUERY, None), include_outputs_from=wrapper.include_outputs_from)
+    except Exception as error:
+        cause = root_cause(error)
+        raise NeedleError(f"pipeline {pipeline_name} failed to deploy from {index_dir}: {one_line(cause)}") from error
+    metadata = {**create_pipeline_metadata(pipeline_name, wrapper), "description": pipeline_name}
+    return PipelineRegistration(pipeline_name, wrapper, metadata), plan
+
+
+def deploy_all(index_dir: Path) -> ServedPipelines:
+    """Every servable search pipeline of INDEX_DIR, or a NeedleError: never a server with no pipeline."""
+    manifest = IndexManifest.load(index_dir)
+    modes = servable_modes(manifest)
+    if not modes:
+        raise NeedleError(f"index {index_dir} has no searchable part (modes: {manifest.modes or 'none'})")
+    deployed = [deploy(index_dir, manifest, mode) for mode in modes]
+    registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
+    return ServedPipelines(registry, {registration.name: plan for registration, plan in deployed})

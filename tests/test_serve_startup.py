@@ -1,0 +1,118 @@
+"""How `needle serve` starts: refuses bad flags and broken indexes with one line, serves a read-only copy, and
+sends CORS headers to exactly the origins given with ``--cors-origin``.
+"""
+
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from serve_support import (
+    REPO,
+    Server,
+    free_port,
+    needle_command,
+    sample_index,
+    server_env,
+    started,
+    tree,
+)
+
+from needle.cli import main
+
+pytestmark = pytest.mark.integration
+ALLOWED = "http://app.example"
+PREFLIGHT = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sample_index(tmp_path_factory)
+
+
+def serve_until_exit(index_dir: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `needle serve` that is expected to stop by itself; fail (and kill it) if it serves instead."""
+    try:
+        return subprocess.run(needle_command("serve", str(index_dir), "--port", str(free_port())), check=False,
+                              cwd=REPO, env=server_env(), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"needle serve {index_dir} kept running instead of refusing to start")
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("needle: error:")]
+
+
+@pytest.mark.parametrize("port", ["0", "70000", "-1", "http"])
+def test_port_out_of_range_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture, port: str) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", str(tmp_path), "--port", port])
+    assert exited.value.code == 2 and "--port" in capsys.readouterr().err
+
+
+def test_missing_index_is_one_line(tmp_path: Path) -> None:
+    done = serve_until_exit(tmp_path / "nothing-here", timeout=120)
+    assert done.returncode == 2 and error_lines(done.stderr) == [done.stderr.strip()], done.stderr[-2000:]
+    assert "index directory not found" in done.stderr
+
+
+def test_broken_index_part_stops_start_up_naming_the_pipeline(index: Path, tmp_path: Path) -> None:
+    """A corrupt FAISS file: the stores load lazily, so only the start-up probe finds it; no "Up!" without it."""
+    broken = tmp_path / "broken"
+    shutil.copytree(index, broken, symlinks=True)
+    vectors = sorted(broken.rglob("*.faiss"))
+    assert vectors, "no FAISS file found in the index: the test must corrupt one"
+    for path in vectors:
+        path.write_bytes(b"not a faiss index")
+    done = serve_until_exit(broken)
+    lines = error_lines(done.stderr)
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert lines[0].startswith("needle: error: pipeline dense_search failed to deploy"), lines
+    assert "Traceback" not in done.stderr
+
+
+@pytest.fixture(scope="module")
+def read_only_copy(index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A copy of the sample index with every write bit cleared (restored afterwards so pytest can delete it)."""
+    copy = tmp_path_factory.mktemp("read-only") / "index"
+    shutil.copytree(index, copy, symlinks=True)
+    paths = [copy, *copy.rglob("*")]
+    for path in paths:
+        path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
+    yield copy
+    for path in paths:
+        path.chmod(stat.S_IMODE(path.stat().st_mode) | stat.S_IWUSR)
+
+
+@pytest.fixture(scope="module")
+def cors_server(read_only_copy: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`needle serve` of the read-only copy, allowing one browser origin."""
+    log = tmp_path_factory.mktemp("cors-log") / "server.log"
+    before = tree(read_only_copy)
+    with started(read_only_copy, log, "--cors-origin", ALLOWED) as server:
+        yield server
+    assert tree(read_only_copy) == before
+
+
+def test_read_only_index_is_served_in_every_mode(cors_server: Server, read_only_copy: Path) -> None:
+    for name in ("dense_search", "bm25_search", "hybrid_search", "rrf_search"):
+        answer = cors_server.post_json(f"/{name}/run", {"query": "read and write ZIP files", "top_k": 1})
+        assert answer.status == 200, (name, answer.body[:300])
+    assert not [p for p in read_only_copy.rglob("*") if p.suffix in (".yml",) or p.name.startswith(".")]
+
+
+def test_allowed_origin_gets_cors_headers(cors_server: Server) -> None:
+    preflight = cors_server.request("OPTIONS", "/dense_search/run", headers={"Origin": ALLOWED, **PREFLIGHT})
+    simple = cors_server.post_json("/dense_search/run", {"query": "zip"}, headers={"Origin": ALLOWED})
+    assert preflight.status == 200 and preflight.headers["access-control-allow-origin"] == ALLOWED
+    assert simple.status == 200 and simple.headers["access-control-allow-origin"] == ALLOWED
+
+
+def test_other_origin_gets_no_cors_headers(cors_server: Server) -> None:
+    other = {"Origin": "http://evil.example"}
+    preflight = cors_server.request("OPTIONS", "/dense_search/run", headers={**other, **PREFLIGHT})
+    simple = cors_server.post_json("/dense_search/run", {"query": "zip"}, headers=other)
+    assert preflight.status == 400 and "access-control-allow-origin" not in preflight.headers
+    assert simple.status == 200 and "access-control-allow-origin" not in simple.headers
