@@ -75,10 +75,12 @@ def test_compare_puts_runs_side_by_side(dataset: Path, tmp_path: Path, capsys) -
     assert (tmp_path / "cmp.png").stat().st_size > 10_000
 
 
-def test_eval_of_a_yaml_pipeline(dataset: Path, tmp_path: Path) -> None:
+def test_eval_of_a_yaml_pipeline(dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ix = tmp_path / "ix"
     assert main(["index", str(dataset / "corpus.jsonl"), "--out", str(ix), "--bm25", "--no-dense"]) == 0
-    pipeline = ix / "bm25_search.yaml"
+    # an index's own pipelines name its parts relative to the index directory: run them from there
+    pipeline = ix / (ix / "CURRENT").read_text().strip() / "bm25_search.yaml"
+    monkeypatch.chdir(ix)
     assert main(["eval", str(dataset), "--pipeline", str(pipeline), "--json", str(tmp_path / "p.json")]) == 0
     assert json.loads((tmp_path / "p.json").read_text())["metrics"]["ndcg@10"] > 0.8
 
