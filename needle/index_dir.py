@@ -22,7 +22,6 @@ from haystack import Document
 from haystack.core.errors import PipelineRuntimeError
 
 from components.embedders.embedding_file import EmbeddingFileError
-
 from needle import pipeline_files as pf
 from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live
 
@@ -71,7 +70,8 @@ class IndexManifest:
                 len(set(self.modes)) != len(self.modes):
             raise NeedleError(f"{where}: modes must list some of {', '.join(PARTS)}, got {self.modes!r}")
         if "dense" in self.modes and not (isinstance(self.model, str) and isinstance(self.dim, int) and self.dim > 0):
-            raise NeedleError(f"{where}: a dense part needs a model name and a dimension, got {self.model!r}, {self.dim!r}")
+            raise NeedleError(f"{where}: a dense part needs a model name and a dimension, got {self.model!r}, "
+                              f"{self.dim!r}")
 
 
 def build_dense(corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None) -> tuple[int, int]:

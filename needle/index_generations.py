@@ -76,7 +76,9 @@ def _check_readable(index_dir: Path) -> None:
                 f"{index_dir} was built by an older needle (DIR/{LEGACY_MANIFEST}, no DIR/{POINTER}); "
                 f"{rebuild_hint(index_dir)}"
             )
-        raise NeedleError(f"{index_dir} is not a needle index: {index_dir / POINTER} is missing; {rebuild_hint(index_dir)}")
+        raise NeedleError(
+            f"{index_dir} is not a needle index: {index_dir / POINTER} is missing; {rebuild_hint(index_dir)}"
+        )
 
 
 def rebuild_hint(index_dir: Path) -> str:

@@ -53,7 +53,9 @@ def build_index(
             cause = error.__cause__ if isinstance(error, PipelineRuntimeError) else error
             if not isinstance(cause, OSError):
                 raise
-            raise NeedleError(f"writing a new generation of {out} failed, so the live index is unchanged: {cause}") from error
+            raise NeedleError(
+                f"writing a new generation of {out} failed, so the live index is unchanged: {cause}"
+            ) from error
         remove_legacy(out)
     return built["manifest"]
 

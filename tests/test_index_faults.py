@@ -69,7 +69,9 @@ def run_until_partial(argv: list[str], out: Path, limit_s: float) -> tuple[subpr
     return proc, None
 
 
-def kill_at_random(argv: list[str], out: Path, rng: random.Random, whole_s: float, build_s: float, inside: bool) -> None:
+def kill_at_random(
+    argv: list[str], out: Path, rng: random.Random, whole_s: float, build_s: float, inside: bool
+) -> None:
     """Run argv and SIGKILL it: after a random delay in its whole run, or a random delay into its build."""
     if inside:
         proc, _ = run_until_partial(argv, out, limit_s=3 * whole_s)

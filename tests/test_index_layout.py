@@ -56,7 +56,8 @@ def generation(index: Path) -> Path:
 def bm25_index(tmp_path: Path) -> Path:
     """A BM25-only index of 40 sample lines."""
     out = tmp_path / "ix"
-    assert main(["index", str(corpus_slice(tmp_path, "a.jsonl", 0, 40)), "--out", str(out), "--bm25", "--no-dense"]) == 0
+    corpus = corpus_slice(tmp_path, "a.jsonl", 0, 40)
+    assert main(["index", str(corpus), "--out", str(out), "--bm25", "--no-dense"]) == 0
     return out
 
 
@@ -194,7 +195,9 @@ def test_an_index_of_the_older_layout_is_kept_until_its_rebuild_is_live(
     assert json.loads(search_json(capsys, bm25_index)[1])[1]
 
 
-def test_embeddings_are_carried_over_while_model_and_corpus_match(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_embeddings_are_carried_over_while_model_and_corpus_match(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     corpus, out = corpus_slice(tmp_path, "a.jsonl", 0, 12), tmp_path / "dense"
     assert main(["index", str(corpus), "--out", str(out)]) == 0
     first = generation(out) / "embeddings.npy"

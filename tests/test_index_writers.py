@@ -69,7 +69,7 @@ def test_a_second_writer_fails_at_once_naming_the_holder(tmp_path: Path) -> None
         os.kill(first.pid, signal.SIGCONT)
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
     assert f"is locked by another writer (pid {first.pid} on" in second.stderr and "Traceback" not in second.stderr
-    out, err = first.communicate()
+    _, err = first.communicate()
     assert first.returncode == 0, err
     assert_whole(index, 30)
 
