@@ -16,6 +16,8 @@ from needle.serve_pipelines import deploy_all
 # Hayhooks saves deployed YAML under settings.pipelines_dir; no route here deploys, and should anything try, this
 # path cannot be created (its parent is a device, not a directory).
 NO_PIPELINES_DIR = "/dev/null/needle-serve-deploys-nothing"
+# Host names a browser uses for a server bound to this machine only; any other Host header is refused there.
+LOOPBACK_NAMES = ["127.0.0.1", "localhost"]
 
 
 def serve(index_dir: Path, host: str, port: int, cors_origins: list[str]) -> None:
@@ -25,7 +27,7 @@ def serve(index_dir: Path, host: str, port: int, cors_origins: list[str]) -> Non
     """
     settings.pipelines_dir = NO_PIPELINES_DIR
     served = deploy_all(index_dir)
-    app = create_search_app(served, cors_origins)
+    app = create_search_app(served, cors_origins, LOOPBACK_NAMES if host in LOOPBACK_NAMES else None)
     names = ", ".join(served.registry.get_names())
     print(f"needle serve: {names} from {index_dir} on http://{host}:{port}", flush=True)
     run_app(app, host=host, port=port)

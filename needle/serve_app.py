@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.responses import JSONResponse
 from hayhooks.server.logger import log
 from hayhooks.server.routers import status_router
@@ -138,8 +139,14 @@ async def unexpected_error(request: Request, error: Exception) -> AsciiJSONRespo
     return AsciiJSONResponse({"detail": INTERNAL_ERROR}, 500)
 
 
-def create_search_app(served: ServedPipelines, cors_origins: list[str]) -> FastAPI:
-    """The app: status, one run route per pipeline, bounded bodies, and CORS only for the given origins."""
+def create_search_app(
+    served: ServedPipelines, cors_origins: list[str], allowed_hosts: list[str] | None = None
+) -> FastAPI:
+    """The app: status, one run route per pipeline, bounded bodies, and CORS only for the given origins.
+
+    With ``allowed_hosts``, a request whose ``Host`` header names another host is refused with 400: a server on
+    127.0.0.1 is then out of reach of a web page that points its own domain name at 127.0.0.1 (DNS rebinding).
+    """
     app = FastAPI(
         title="needle search", description="Query-only search endpoints of one needle index.",
         exception_handlers={
@@ -157,6 +164,8 @@ def create_search_app(served: ServedPipelines, cors_origins: list[str]) -> FastA
     for name, plan in served.plans.items():
         run_route(app, name, served.registry.get(name), plan)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    if allowed_hosts:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     if cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=cors_origins, allow_methods=["GET", "POST"], allow_headers=["Content-Type"],

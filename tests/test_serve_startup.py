@@ -116,3 +116,12 @@ def test_other_origin_gets_no_cors_headers(cors_server: Server) -> None:
     simple = cors_server.post_json("/dense_search/run", {"query": "zip"}, headers=other)
     assert preflight.status == 400 and "access-control-allow-origin" not in preflight.headers
     assert simple.status == 200 and "access-control-allow-origin" not in simple.headers
+
+
+def test_a_loopback_server_refuses_other_host_names(cors_server: Server) -> None:
+    """A page on evil.example whose DNS name turns into 127.0.0.1 (DNS rebinding) gets no answer."""
+    query = {"query": "zip", "top_k": 1}
+    rebound = cors_server.post_json("/dense_search/run", query, headers={"Host": f"evil.example:{cors_server.port}"})
+    local = cors_server.post_json("/dense_search/run", query, headers={"Host": f"localhost:{cors_server.port}"})
+    assert rebound.status == 400 and b"documents" not in rebound.body
+    assert local.status == 200
