@@ -128,17 +128,39 @@ def compare_backend(documents: list[Document], queries: list[str], backend: str,
     raw_batch, ours_batch = best_seconds(lambda: raw.search(queries, n_threads=-1), lambda: batch.run(queries=queries))
     label = f"{backend}, {n_docs:,} docs"
     rows = [
-        _row(f"index ({label})", n_docs / ours_seconds, n_docs / raw.index_seconds, "docs/s",
-             "ours: write_documents + first build; raw: bm25s.tokenize + index"),
-        _row(f"single query ({label})", n_queries / ours_single, n_queries / raw_single, "queries/s",
-             "BM25Retriever.run, documents materialised, vs bm25s tokenize + retrieve per query"),
-        _row(f"batch of {n_queries} ({label})", n_queries / ours_batch, n_queries / raw_batch, "queries/s",
-             "BM25BatchRetriever (n_threads=-1) vs one bm25s tokenize + retrieve call"),
+        _row(
+            f"index ({label})",
+            n_docs / ours_seconds,
+            n_docs / raw.index_seconds,
+            "docs/s",
+            "ours: write_documents + first build; raw: bm25s.tokenize + index",
+        ),
+        _row(
+            f"single query ({label})",
+            n_queries / ours_single,
+            n_queries / raw_single,
+            "queries/s",
+            "BM25Retriever.run, documents materialised, vs bm25s tokenize + retrieve per query",
+        ),
+        _row(
+            f"batch of {n_queries} ({label})",
+            n_queries / ours_batch,
+            n_queries / raw_batch,
+            "queries/s",
+            "BM25BatchRetriever (n_threads=-1) vs one bm25s tokenize + retrieve call",
+        ),
     ]
     if size == "small":
         ours_us, raw_us = 1e6 * ours_single / n_queries, 1e6 * raw_single / n_queries
-        rows.append(_row(f"single-query latency ({label})", ours_us, raw_us, "µs/query",
-                         f"fixed cost of ours per query: {ours_us - raw_us:+.0f} µs"))
+        rows.append(
+            _row(
+                f"single-query latency ({label})",
+                ours_us,
+                raw_us,
+                "µs/query",
+                f"fixed cost of ours per query: {ours_us - raw_us:+.0f} µs",
+            )
+        )
     return rows
 
 
@@ -155,8 +177,13 @@ def compare_in_memory(documents: list[Document], queries: list[str]) -> dict:
     ours = BM25Retriever(store, top_k=10)
     (peer_seconds,) = best_seconds(lambda: [peer.run(query=q) for q in subset], rounds=1)
     (ours_seconds,) = best_seconds(lambda: [ours.run(query=q) for q in subset])
-    return _row(f"single query vs InMemoryBM25Retriever ({len(documents):,} docs)", len(subset) / ours_seconds,
-                len(subset) / peer_seconds, "queries/s", f"first {len(subset)} SciFact test queries; target >= 100x")
+    return _row(
+        f"single query vs InMemoryBM25Retriever ({len(documents):,} docs)",
+        len(subset) / ours_seconds,
+        len(subset) / peer_seconds,
+        "queries/s",
+        f"first {len(subset)} SciFact test queries; target >= 100x",
+    )
 
 
 def _row(benchmark: str, ours: float, peer: float, unit: str, note: str) -> dict:
@@ -181,5 +208,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=list(SIZES), default="small")
     for result in run(parser.parse_args().size):
-        print(f"{result['benchmark']:<55} ours {result['ours']:>11,.1f}  peer {result['peer']:>11,.1f} "
-              f"{result['unit']:<10} ratio {result['ratio']:>7.2f}  {result['note']}")
+        print(
+            f"{result['benchmark']:<55} ours {result['ours']:>11,.1f}  peer {result['peer']:>11,.1f} "
+            f"{result['unit']:<10} ratio {result['ratio']:>7.2f}  {result['note']}"
+        )

@@ -141,8 +141,15 @@ def format_markdown(outcomes: list[Outcome], size: str) -> str:
 
 def _markdown_row(module: str, row: dict[str, Any]) -> str:
     ratio = row.get("ratio")
-    cells = [module, str(row["benchmark"]), _number(row.get("ours")), _number(row.get("peer")),
-             str(row.get("unit", "")), "-" if ratio is None else f"{ratio:.2f}x", str(row.get("note", ""))]
+    cells = [
+        module,
+        str(row["benchmark"]),
+        _number(row.get("ours")),
+        _number(row.get("peer")),
+        str(row.get("unit", "")),
+        "-" if ratio is None else f"{ratio:.2f}x",
+        str(row.get("note", "")),
+    ]
     return "| " + " | ".join(" ".join(cell.replace("|", "\\|").split()) for cell in cells) + " |"
 
 

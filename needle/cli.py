@@ -35,8 +35,13 @@ def cmd_index(args: argparse.Namespace) -> None:
 
     start = time.perf_counter()
     manifest = build_index(
-        Path(args.corpus), Path(args.out), model=args.model, overwrite=args.overwrite,
-        dense=not args.no_dense, bm25=args.bm25, lang=args.lang,
+        Path(args.corpus),
+        Path(args.out),
+        model=args.model,
+        overwrite=args.overwrite,
+        dense=not args.no_dense,
+        bm25=args.bm25,
+        lang=args.lang,
     )
     took = time.perf_counter() - start
     print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {args.out} in {took:.1f}s")
@@ -74,9 +79,13 @@ def cmd_eval(args: argparse.Namespace) -> None:
         from needle.eval.command import evaluate
 
         result = evaluate(
-            Path(args.dataset_dir), split=args.split, mode=args.mode, model=args.model,
+            Path(args.dataset_dir),
+            split=args.split,
+            mode=args.mode,
+            model=args.model,
             pipeline=Path(args.pipeline) if args.pipeline else None,
-            index_dir=Path(args.index_dir) if args.index_dir else None, name=args.name,
+            index_dir=Path(args.index_dir) if args.index_dir else None,
+            name=args.name,
             run_file=Path(args.run_file) if args.run_file else None,
         )
         if args.json:
@@ -124,8 +133,12 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("index_dir", help="directory made by `needle index`")
     se.add_argument("queries", nargs="+", metavar="QUERY")
     se.add_argument("--top-k", type=top_k_number, default=5, help=f"hits per query, 1-{MAX_TOP_K} (default 5)")
-    se.add_argument("--mode", choices=MODES, help="default: hybrid when the index has both parts; rrf = "
-                    "Haystack's reciprocal rank fusion of the same two lists")
+    se.add_argument(
+        "--mode",
+        choices=MODES,
+        help="default: hybrid when the index has both parts; rrf = "
+        "Haystack's reciprocal rank fusion of the same two lists",
+    )
     se.add_argument("--model", help="query model; must be the one the index was built with")
     se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
     se.set_defaults(func=cmd_search)
@@ -145,12 +158,18 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--compare", nargs="+", metavar="RESULT.json", help="earlier --json results to set beside")
     ev.set_defaults(func=cmd_eval)
 
-    sv = sub.add_parser("serve", help="serve an index's search pipelines over HTTP with Hayhooks (query endpoints only)")
+    sv = sub.add_parser(
+        "serve", help="serve an index's search pipelines over HTTP with Hayhooks (query endpoints only)"
+    )
     sv.add_argument("index_dir", help="directory made by `needle index`")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     sv.add_argument("--port", type=port_number, default=1416, help="TCP port, 1-65535 (default 1416)")
-    sv.add_argument("--cors-origin", action="append", metavar="ORIGIN",
-                    help="allow browser pages from ORIGIN (repeatable); default: no CORS headers at all")
+    sv.add_argument(
+        "--cors-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="allow browser pages from ORIGIN (repeatable); default: no CORS headers at all",
+    )
     sv.set_defaults(func=cmd_serve)
     return p
 

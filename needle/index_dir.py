@@ -66,12 +66,17 @@ class IndexManifest:
         where = f"corrupted index manifest in {generation}"
         if not isinstance(self.documents, int) or isinstance(self.documents, bool) or self.documents < 0:
             raise NeedleError(f"{where}: documents must be a count, got {self.documents!r}")
-        if not isinstance(self.modes, list) or not self.modes or not set(self.modes) <= set(PARTS) or \
-                len(set(self.modes)) != len(self.modes):
+        if (
+            not isinstance(self.modes, list)
+            or not self.modes
+            or not set(self.modes) <= set(PARTS)
+            or len(set(self.modes)) != len(self.modes)
+        ):
             raise NeedleError(f"{where}: modes must list some of {', '.join(PARTS)}, got {self.modes!r}")
         if "dense" in self.modes and not (isinstance(self.model, str) and isinstance(self.dim, int) and self.dim > 0):
-            raise NeedleError(f"{where}: a dense part needs a model name and a dimension, got {self.model!r}, "
-                              f"{self.dim!r}")
+            raise NeedleError(
+                f"{where}: a dense part needs a model name and a dimension, got {self.model!r}, {self.dim!r}"
+            )
 
 
 def build_dense(corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None) -> tuple[int, int]:

@@ -96,8 +96,9 @@ def check_target(out: Path) -> None:
     if not out.is_dir():
         raise NeedleError(f"--out {out} is a file, not a directory: give a new or empty directory, or an index")
     names = sorted(entry.name for entry in out.iterdir())
-    strangers = [n for n in names if not (n in (POINTER, f"{POINTER}.tmp", LOCK_FILE) or n in LEGACY_NAMES
-                                          or _OURS.fullmatch(n))]
+    strangers = [
+        n for n in names if not (n in (POINTER, f"{POINTER}.tmp", LOCK_FILE) or n in LEGACY_NAMES or _OURS.fullmatch(n))
+    ]
     if strangers:
         raise NeedleError(
             f"--out {out} is not empty and not a needle index (it holds {', '.join(strangers[:5])}); "

@@ -61,7 +61,14 @@ def build_index(
 
 
 def fill_generation(
-    partial: Path, out: Path, corpus: Path, model: str, overwrite: bool, dense: bool, bm25: bool, lang: str,
+    partial: Path,
+    out: Path,
+    corpus: Path,
+    model: str,
+    overwrite: bool,
+    dense: bool,
+    bm25: bool,
+    lang: str,
     reuse: Path | None,
 ) -> IndexManifest:
     """Build every part of one generation into PARTIAL and write its search pipelines; returns its manifest."""
@@ -78,8 +85,13 @@ def fill_generation(
         count = build_bm25(corpus, partial, lang, documents_from)
         modes.append("bm25")
     manifest = IndexManifest(
-        corpus=corpus.name, documents=count, modes=modes,
-        model=model if dense else None, dim=dim, bm25_lang=lang if bm25 else None, generation=final,
+        corpus=corpus.name,
+        documents=count,
+        modes=modes,
+        model=model if dense else None,
+        dim=dim,
+        bm25_lang=lang if bm25 else None,
+        generation=final,
     )
     save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if len(modes) == 2 else []))
     return manifest

@@ -68,8 +68,14 @@ def run_route(app: FastAPI, name: str, pipeline: Any, plan: SearchPlan) -> None:
         return SearchResponse(result=result)
 
     app.add_api_route(
-        f"/{name}/run", run, methods=["POST"], name=f"{name}_run", operation_id=f"{name}_run",
-        response_model=SearchResponse, tags=["pipelines"], summary=f"Search with the {name} pipeline",
+        f"/{name}/run",
+        run,
+        methods=["POST"],
+        name=f"{name}_run",
+        operation_id=f"{name}_run",
+        response_model=SearchResponse,
+        tags=["pipelines"],
+        summary=f"Search with the {name} pipeline",
         responses={413: {"description": "body or query too large"}, 422: {"description": "bad input"}},
     )
 
@@ -148,9 +154,12 @@ def create_search_app(
     127.0.0.1 is then out of reach of a web page that points its own domain name at 127.0.0.1 (DNS rebinding).
     """
     app = FastAPI(
-        title="needle search", description="Query-only search endpoints of one needle index.",
+        title="needle search",
+        description="Query-only search endpoints of one needle index.",
         exception_handlers={
-            StarletteHTTPException: http_error, RequestValidationError: validation_error, Exception: unexpected_error,
+            StarletteHTTPException: http_error,
+            RequestValidationError: validation_error,
+            Exception: unexpected_error,
         },
     )
     # What Hayhooks' status router reads; durable_mode=True is its flag for "fixed pipelines, no deployment".
@@ -168,6 +177,9 @@ def create_search_app(
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     if cors_origins:
         app.add_middleware(
-            CORSMiddleware, allow_origins=cors_origins, allow_methods=["GET", "POST"], allow_headers=["Content-Type"],
+            CORSMiddleware,
+            allow_origins=cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Content-Type"],
         )
     return app

@@ -47,8 +47,14 @@ class Server:
     port: int
     log: Path
 
-    def request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
-                timeout: float = 120) -> Answer:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 120,
+    ) -> Answer:
         """Send one request as raw bytes (so tests can send what no client library would) and read the answer."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
@@ -90,8 +96,15 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`needle index samples/python_docs.jsonl --bm25`, built once per test session."""
     if "index" not in _SHARED:
         out = tmp_path_factory.mktemp("serve") / "index"
-        done = subprocess.run(needle_command("index", str(SAMPLE), "--out", str(out), "--bm25"), check=False, cwd=REPO,
-                              env=server_env(), capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            needle_command("index", str(SAMPLE), "--out", str(out), "--bm25"),
+            check=False,
+            cwd=REPO,
+            env=server_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         _SHARED["index"] = out
     return _SHARED["index"]  # type: ignore[return-value]
@@ -101,8 +114,13 @@ def start(index: Path, log: Path, *extra: str, pipelines: set[str] = ALL_PIPELIN
     """Start `needle serve INDEX` and wait until /status lists PIPELINES; fail with its log if it dies first."""
     port = free_port()
     with log.open("wb") as sink:
-        process = subprocess.Popen(needle_command("serve", str(index), "--port", str(port), *extra), cwd=REPO,
-                                   env=server_env(), stdout=sink, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            needle_command("serve", str(index), "--port", str(port), *extra),
+            cwd=REPO,
+            env=server_env(),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
     server = Server(process, "127.0.0.1", port, log)
     end = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < end:

@@ -81,7 +81,8 @@ class TestBM25DocumentStoreAsyncProtocol(
             await document_store.write_documents_async([doc])
         assert [d.id for d in await document_store.bm25_retrieval_async("ice rings")] == ["1"]
         assert [[d.id for d in hits] for hits in await document_store.bm25_retrieval_batch_async(["ice", "x"])] == [
-            ["1"], []
+            ["1"],
+            [],
         ]
 
 
@@ -132,7 +133,10 @@ def test_write_documents_names_the_bad_item() -> None:
     ("kwargs", "message"),
     [
         ({"lang": "fr"}, "lang must be one of en, zh, character; got 'fr'"),
-        ({"tokenizer": "os:system"}, "tokenizer must be one of en, zh, character, whitespace, words or a Python function"),
+        (
+            {"tokenizer": "os:system"},
+            "tokenizer must be one of en, zh, character, whitespace, words or a Python function",
+        ),
         ({"method": "bm26"}, "method must be one of lucene, robertson, atire, bm25l, bm25\\+; got 'bm26'"),
         ({"k1": -1}, "k1 must be a number >= 0; got -1"),
         ({"b": 1.5}, "b must be a number in \\[0, 1\\]; got 1.5"),
@@ -151,8 +155,18 @@ def test_bad_parameters_are_refused_at_init(kwargs: dict, message: str) -> None:
 
 def test_to_dict_from_dict_round_trip(tmp_path) -> None:
     """Serialization keeps every setting; documents travel through the saved path, not the dict."""
-    store = BM25DocumentStore(path=str(tmp_path), lang="zh", method="bm25+", k1=1.2, b=0.75, delta=1.0,
-                              backend="numba", compaction_ratio=0.5, document_store_path="/x/dense", autosave=False)
+    store = BM25DocumentStore(
+        path=str(tmp_path),
+        lang="zh",
+        method="bm25+",
+        k1=1.2,
+        b=0.75,
+        delta=1.0,
+        backend="numba",
+        compaction_ratio=0.5,
+        document_store_path="/x/dense",
+        autosave=False,
+    )
     data = store.to_dict()
     assert data["type"] == "components.stores.bm25.document_store.BM25DocumentStore"
     assert BM25DocumentStore.from_dict(data).to_dict() == data

@@ -160,17 +160,25 @@ def _damage_size(path: Path) -> None:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda p: (generation(p) / "data.csc.index.npy").unlink(),
-         r"data\.csc\.index\.npy: missing \(listed in .*manifest\.json\)"),
-        (lambda p: _damage_size(generation(p) / "indices.csc.index.npy"),
-         r"indices\.csc\.index\.npy: corrupted, \d+ bytes where"),
+        (
+            lambda p: (generation(p) / "data.csc.index.npy").unlink(),
+            r"data\.csc\.index\.npy: missing \(listed in .*manifest\.json\)",
+        ),
+        (
+            lambda p: _damage_size(generation(p) / "indices.csc.index.npy"),
+            r"indices\.csc\.index\.npy: corrupted, \d+ bytes where",
+        ),
         (lambda p: (generation(p) / "manifest.json").write_text("{not json"), r"manifest\.json: corrupted JSON"),
         (lambda p: (p / "CURRENT").write_text("gen-000042\n"), r"gen-000042: missing, although .*CURRENT names it"),
         (lambda p: (p / "CURRENT").write_text("garbage\n"), r"CURRENT: corrupted, expected a generation name"),
-        (lambda p: (p / "CURRENT").unlink(),
-         r"CURRENT: missing, although .* holds saved generation\(s\) \['gen-000001'\]"),
-        (lambda p: (p / "notes.txt").write_text("x") and (p / "CURRENT").unlink(),
-         r"CURRENT: missing, so .* is not a BM25 index"),
+        (
+            lambda p: (p / "CURRENT").unlink(),
+            r"CURRENT: missing, although .* holds saved generation\(s\) \['gen-000001'\]",
+        ),
+        (
+            lambda p: (p / "notes.txt").write_text("x") and (p / "CURRENT").unlink(),
+            r"CURRENT: missing, so .* is not a BM25 index",
+        ),
     ],
 )
 def test_damaged_index_directories_are_reported_with_the_file(saved: Path, damage, message: str) -> None:

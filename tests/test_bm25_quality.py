@@ -57,7 +57,10 @@ def test_chinese_needs_word_segmentation_and_zh_provides_it() -> None:
 
 def test_character_bigrams_handle_cjk_without_a_segmenter() -> None:
     """The character tokenizer finds Japanese text by overlapping bigrams, where en sees one giant token."""
-    documents = [Document(id="tokyo", content="東京大学で日本語を勉強する。"), Document(id="kyoto", content="京都の寺を見学した。")]
+    documents = [
+        Document(id="tokyo", content="東京大学で日本語を勉強する。"),
+        Document(id="kyoto", content="京都の寺を見学した。"),
+    ]
     store = BM25DocumentStore(lang="character")
     store.write_documents(documents)
     assert [d.id for d in store.bm25_retrieval("日本語の勉強", top_k=1)] == ["tokyo"]

@@ -19,8 +19,11 @@ TOPICS = ["volcano lava eruption", "glacier ice melting", "coral reef fish", "de
 def documents() -> list[Document]:
     """Sixty documents over four topics, with a year and a topic number in their metadata."""
     return [
-        Document(id=f"doc{i}", content=f"{TOPICS[i % 4]} report number {i} " + "volcano " * (i % 5),
-                 meta={"topic": i % 4, "year": 2000 + i % 7})
+        Document(
+            id=f"doc{i}",
+            content=f"{TOPICS[i % 4]} report number {i} " + "volcano " * (i % 5),
+            meta={"topic": i % 4, "year": 2000 + i % 7},
+        )
         for i in range(60)
     ]
 
@@ -66,8 +69,13 @@ def test_blank_queries_are_an_error_as_in_every_mode(store: BM25DocumentStore, q
 
 def test_filters_are_exact_and_fill_top_k(store: BM25DocumentStore, documents: list[Document]) -> None:
     """With a filter, the hits are the best matching documents (by score; ties in any order), top_k of them."""
-    flt = {"operator": "AND", "conditions": [{"field": "meta.topic", "operator": "==", "value": 1},
-                                             {"field": "meta.year", "operator": ">=", "value": 2003}]}
+    flt = {
+        "operator": "AND",
+        "conditions": [
+            {"field": "meta.topic", "operator": "==", "value": 1},
+            {"field": "meta.year", "operator": ">=", "value": 2003},
+        ],
+    }
     unfiltered = BM25Retriever(store, top_k=60).run(query="volcano ice")["documents"]
     allowed = {d.id for d in documents if d.meta["topic"] == 1 and d.meta["year"] >= 2003}
     expected_scores = [d.score for d in unfiltered if d.id in allowed][:4]
@@ -149,8 +157,12 @@ def test_bm25_plus_does_not_return_documents_without_a_query_term() -> None:
 @pytest.mark.parametrize("retriever_class", [BM25Retriever, BM25BatchRetriever])
 def test_to_dict_from_dict_round_trip(tmp_path: Path, retriever_class) -> None:
     """Retriever and store settings survive serialization."""
-    retriever = retriever_class(BM25DocumentStore(path=str(tmp_path), lang="zh"), filters={"field": "meta.a",
-                                "operator": "==", "value": 1}, top_k=3, filter_policy=FilterPolicy.MERGE)
+    retriever = retriever_class(
+        BM25DocumentStore(path=str(tmp_path), lang="zh"),
+        filters={"field": "meta.a", "operator": "==", "value": 1},
+        top_k=3,
+        filter_policy=FilterPolicy.MERGE,
+    )
     data = retriever.to_dict()
     assert data["init_parameters"]["document_store"]["init_parameters"]["lang"] == "zh"
     assert data["init_parameters"]["filter_policy"] == "merge"

@@ -55,7 +55,9 @@ def test_a_python_function_works_in_code_but_is_never_serialized(tmp_path) -> No
     assert [d.id for d in store.bm25_retrieval("Case")] == ["1"]
     with pytest.raises(SerializationError, match="Python function as tokenizer cannot be serialized"):
         store.to_dict()
-    with pytest.raises(DocumentStoreError, match=r"manifest\.json: this index was built with a custom Python tokenizer"):
+    with pytest.raises(
+        DocumentStoreError, match=r"manifest\.json: this index was built with a custom Python tokenizer"
+    ):
         BM25DocumentStore(path=path).count_documents()
     assert [d.id for d in BM25DocumentStore(path=path, tokenizer=_case_sensitive).bm25_retrieval("Case")] == ["1"]
     BM25DocumentStore(path=str(tmp_path / "plain")).write_documents([Document(content="xylophone")])
@@ -72,6 +74,7 @@ def test_names_that_are_not_built_in_are_refused_at_init(name: object) -> None:
 
 def test_a_python_function_returning_the_wrong_type_is_reported_with_the_text() -> None:
     """A function that does not return list[str] is named with the position of the text it failed on."""
+
     def length(text: str) -> object:
         return [text] if text == "a" else len(text)
 

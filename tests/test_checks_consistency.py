@@ -61,8 +61,9 @@ BAD_FILTERS.append(_deep_filter(150))
 @pytest.fixture(scope="module")
 def faiss_store() -> FAISSDocumentStore:
     store = FAISSDocumentStore()
-    store.write_documents([Document(id=f"f{i}", content=f"doc {i}", meta={"topic": "a"}, embedding=[float(i)] * DIM)
-                           for i in range(1, 4)])
+    store.write_documents(
+        [Document(id=f"f{i}", content=f"doc {i}", meta={"topic": "a"}, embedding=[float(i)] * DIM) for i in range(1, 4)]
+    )
     return store
 
 

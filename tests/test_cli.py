@@ -111,7 +111,9 @@ def test_index_built_with_another_model_is_refused(sample_index: Path, capsys: p
     assert "built with model sentence-transformers/all-MiniLM-L6-v2" in err and "bge-small" in err
 
 
-def test_index_of_another_dimension_is_refused(sample_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_index_of_another_dimension_is_refused(
+    sample_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(sample_index, copy)
     path = live_generation(copy) / "manifest.json"

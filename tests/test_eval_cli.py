@@ -40,8 +40,20 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])
 def test_eval_reports_metrics_json_and_plot(dataset: Path, tmp_path: Path, mode: str, capsys) -> None:
     out, png, run = tmp_path / "r.json", tmp_path / "r.png", tmp_path / "run.trec"
-    argv = ["eval", str(dataset), "--mode", mode, "--index-dir", str(tmp_path / "ix"),
-            "--json", str(out), "--plot", str(png), "--run-file", str(run)]
+    argv = [
+        "eval",
+        str(dataset),
+        "--mode",
+        mode,
+        "--index-dir",
+        str(tmp_path / "ix"),
+        "--json",
+        str(out),
+        "--plot",
+        str(png),
+        "--run-file",
+        str(run),
+    ]
     assert main(argv) == 0
     result = json.loads(out.read_text())
     assert result["n_queries"] == 6 and result["mode"] == mode
@@ -55,8 +67,21 @@ def test_eval_reports_metrics_json_and_plot(dataset: Path, tmp_path: Path, mode:
 def test_second_dense_eval_reuses_the_embeddings(dataset: Path, tmp_path: Path) -> None:
     ix = tmp_path / "ix"
     for name in ("first", "second"):
-        assert main(["eval", str(dataset), "--mode", "dense", "--index-dir", str(ix),
-                     "--json", str(tmp_path / f"{name}.json")]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    str(dataset),
+                    "--mode",
+                    "dense",
+                    "--index-dir",
+                    str(ix),
+                    "--json",
+                    str(tmp_path / f"{name}.json"),
+                ]
+            )
+            == 0
+        )
     first = json.loads((tmp_path / "first.json").read_text())
     second = json.loads((tmp_path / "second.json").read_text())
     assert first["embedding_cache_hit"] is False and second["embedding_cache_hit"] is True
@@ -65,11 +90,37 @@ def test_second_dense_eval_reuses_the_embeddings(dataset: Path, tmp_path: Path) 
 
 def test_compare_puts_runs_side_by_side(dataset: Path, tmp_path: Path, capsys) -> None:
     for mode in ("bm25", "dense"):
-        assert main(["eval", str(dataset), "--mode", mode, "--index-dir", str(tmp_path / "ix"),
-                     "--name", f"run-{mode}", "--json", str(tmp_path / f"{mode}.json")]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    str(dataset),
+                    "--mode",
+                    mode,
+                    "--index-dir",
+                    str(tmp_path / "ix"),
+                    "--name",
+                    f"run-{mode}",
+                    "--json",
+                    str(tmp_path / f"{mode}.json"),
+                ]
+            )
+            == 0
+        )
     capsys.readouterr()
-    assert main(["eval", "--compare", str(tmp_path / "bm25.json"), str(tmp_path / "dense.json"),
-                 "--plot", str(tmp_path / "cmp.png")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--compare",
+                str(tmp_path / "bm25.json"),
+                str(tmp_path / "dense.json"),
+                "--plot",
+                str(tmp_path / "cmp.png"),
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert "run-bm25" in table and "run-dense" in table
     assert (tmp_path / "cmp.png").stat().st_size > 10_000

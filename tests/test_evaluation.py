@@ -95,33 +95,59 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], None], list[str]]] = {
     "no corpus": (lambda d: (d / "corpus.jsonl").unlink(), ["missing corpus.jsonl", "qrels/<split>.tsv"]),
     "no queries": (lambda d: (d / "queries.jsonl").unlink(), ["missing queries.jsonl", "a BEIR dir needs"]),
     "no split": (lambda d: (d / "qrels" / "test.tsv").unlink(), ["missing qrels/test.tsv", "found: train"]),
-    "corpus not json": (lambda d: _replace_line(d / "corpus.jsonl", 4, "{oops"),
-                        ["corpus.jsonl, line 4", "invalid JSON"]),
-    "corpus no _id": (lambda d: _replace_line(d / "corpus.jsonl", 3, '{"text": "x"}'),
-                      ["corpus.jsonl, line 3", "missing id field '_id'"]),
-    "corpus dup id": (lambda d: _replace_line(d / "corpus.jsonl", 5, '{"_id": "d2", "text": "x"}'),
-                      ["corpus.jsonl, line 5", "duplicate id 'd2'", "line 2"]),
-    "corpus surrogate": (lambda d: _replace_line(d / "corpus.jsonl", 2, r'{"_id": "d2", "text": "\ud800"}'),
-                         ["corpus.jsonl, line 2", "field 'text' is not valid Unicode"]),
-    "corpus deep": (lambda d: _replace_line(d / "corpus.jsonl", 2, '{"_id": "d2", "m": ' + "[" * 10**5 + "]" * 10**5),
-                    ["corpus.jsonl, line 2", "field 'm' is nested deeper than 100 levels"]),
-    "query no text": (lambda d: _replace_line(d / "queries.jsonl", 2, '{"_id": "q2"}'),
-                      ["queries.jsonl, line 2", "'text'"]),
-    "query too deep": (lambda d: _replace_line(d / "queries.jsonl", 2, "[" * 10**5),
-                       ["queries.jsonl, line 2", "nested deeper than 100"]),
-    "unknown doc": (lambda d: _replace_line(d / "qrels" / "test.tsv", 3, "q2\td99\t1"),
-                    ["test.tsv, line 3", "corpus-id 'd99' is not in corpus.jsonl"]),
-    "unknown query": (lambda d: _replace_line(d / "qrels" / "test.tsv", 2, "q42\td1\t1"),
-                      ["test.tsv, line 2", "query-id 'q42' is not in queries.jsonl"]),
-    "two fields": (lambda d: _replace_line(d / "qrels" / "test.tsv", 4, "q2 d3 1"),
-                   ["test.tsv, line 4", "3 tab-separated"]),
-    "float score": (lambda d: _replace_line(d / "qrels" / "test.tsv", 2, "q1\td1\t0.5"),
-                    ["test.tsv, line 2", "score '0.5' must be an integer >= 0"]),
+    "corpus not json": (
+        lambda d: _replace_line(d / "corpus.jsonl", 4, "{oops"),
+        ["corpus.jsonl, line 4", "invalid JSON"],
+    ),
+    "corpus no _id": (
+        lambda d: _replace_line(d / "corpus.jsonl", 3, '{"text": "x"}'),
+        ["corpus.jsonl, line 3", "missing id field '_id'"],
+    ),
+    "corpus dup id": (
+        lambda d: _replace_line(d / "corpus.jsonl", 5, '{"_id": "d2", "text": "x"}'),
+        ["corpus.jsonl, line 5", "duplicate id 'd2'", "line 2"],
+    ),
+    "corpus surrogate": (
+        lambda d: _replace_line(d / "corpus.jsonl", 2, r'{"_id": "d2", "text": "\ud800"}'),
+        ["corpus.jsonl, line 2", "field 'text' is not valid Unicode"],
+    ),
+    "corpus deep": (
+        lambda d: _replace_line(d / "corpus.jsonl", 2, '{"_id": "d2", "m": ' + "[" * 10**5 + "]" * 10**5),
+        ["corpus.jsonl, line 2", "field 'm' is nested deeper than 100 levels"],
+    ),
+    "query no text": (
+        lambda d: _replace_line(d / "queries.jsonl", 2, '{"_id": "q2"}'),
+        ["queries.jsonl, line 2", "'text'"],
+    ),
+    "query too deep": (
+        lambda d: _replace_line(d / "queries.jsonl", 2, "[" * 10**5),
+        ["queries.jsonl, line 2", "nested deeper than 100"],
+    ),
+    "unknown doc": (
+        lambda d: _replace_line(d / "qrels" / "test.tsv", 3, "q2\td99\t1"),
+        ["test.tsv, line 3", "corpus-id 'd99' is not in corpus.jsonl"],
+    ),
+    "unknown query": (
+        lambda d: _replace_line(d / "qrels" / "test.tsv", 2, "q42\td1\t1"),
+        ["test.tsv, line 2", "query-id 'q42' is not in queries.jsonl"],
+    ),
+    "two fields": (
+        lambda d: _replace_line(d / "qrels" / "test.tsv", 4, "q2 d3 1"),
+        ["test.tsv, line 4", "3 tab-separated"],
+    ),
+    "float score": (
+        lambda d: _replace_line(d / "qrels" / "test.tsv", 2, "q1\td1\t0.5"),
+        ["test.tsv, line 2", "score '0.5' must be an integer >= 0"],
+    ),
     "negative score": (lambda d: _replace_line(d / "qrels" / "test.tsv", 2, "q1\td1\t-1"), ["line 2", "score -1"]),
-    "dup judgement": (lambda d: _replace_line(d / "qrels" / "test.tsv", 3, "q1\td1\t1"),
-                      ["test.tsv, line 3", "duplicate judgement for query 'q1', doc 'd1'"]),
-    "odd header": (lambda d: _replace_line(d / "qrels" / "test.tsv", 1, "qid\tdocid\tscore"),
-                   ["test.tsv, line 1", "header line is only allowed"]),
+    "dup judgement": (
+        lambda d: _replace_line(d / "qrels" / "test.tsv", 3, "q1\td1\t1"),
+        ["test.tsv, line 3", "duplicate judgement for query 'q1', doc 'd1'"],
+    ),
+    "odd header": (
+        lambda d: _replace_line(d / "qrels" / "test.tsv", 1, "qid\tdocid\tscore"),
+        ["test.tsv, line 1", "header line is only allowed"],
+    ),
 }
 
 
@@ -212,19 +238,39 @@ def test_evaluate_run_rejects_bad_input(run: dict, qrels: dict, fragment: str) -
 
 
 def _result(name: str, run: dict, **measured) -> EvalResult:
-    return EvalResult.from_scores(evaluate_run(run, QRELS), name=name, dataset="toy", split="test",
-                                  mode=name, **measured)
+    return EvalResult.from_scores(
+        evaluate_run(run, QRELS), name=name, dataset="toy", split="test", mode=name, **measured
+    )
 
 
 def test_json_round_trip_with_stable_keys(tmp_path: Path) -> None:
-    result = _result("bm25", RUN, queries_per_second=812.5, index_build_seconds=0.25,
-                     embedding_cache_hit=False, params={"k1": 1.2, "b": 0.75})
+    result = _result(
+        "bm25",
+        RUN,
+        queries_per_second=812.5,
+        index_build_seconds=0.25,
+        embedding_cache_hit=False,
+        params={"k1": 1.2, "b": 0.75},
+    )
     path = tmp_path / "out" / "bm25.json"
     result.save(path)
     assert EvalResult.load(path) == result
     keys = list(json.loads(path.read_text()))
-    assert keys == ["schema", "name", "dataset", "split", "mode", "n_queries", "metrics", "queries_per_second",
-                    "index_build_seconds", "embedding_cache_hit", "params", "recall_curve", "per_query_ndcg10"]
+    assert keys == [
+        "schema",
+        "name",
+        "dataset",
+        "split",
+        "mode",
+        "n_queries",
+        "metrics",
+        "queries_per_second",
+        "index_build_seconds",
+        "embedding_cache_hit",
+        "params",
+        "recall_curve",
+        "per_query_ndcg10",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -294,13 +340,13 @@ def test_plot_writes_a_png_of_sensible_size(tmp_path: Path) -> None:
 
 # --- benchmarks/run.py ----------------------------------------------------------------------------
 
-GOOD_BENCH = '''
+GOOD_BENCH = """
 def run(size: str = "small") -> list[dict]:
     return [
         {"benchmark": "search", "ours": 2000.0, "peer": 1000.0, "unit": "queries/s", "ratio": 2.0, "note": size},
         {"benchmark": "build", "ours": 3.0, "peer": 12.0, "unit": "s", "note": "ratio left out"},
     ]
-'''
+"""
 BROKEN_BENCH = 'def run(size: str = "small"):\n    raise RuntimeError("boom at " + size)\n'
 BAD_ROWS_BENCH = 'def run(size: str = "small"):\n    return [{"benchmark": "x", "unit": "s"}]\n'
 
@@ -351,9 +397,19 @@ def test_runner_only_selects_modules(runner, bench_dir: Path, tmp_path: Path) ->
 def test_runner_works_as_a_script(bench_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "R.md"
     done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "run.py"), "--bench-dir", str(bench_dir), "--out", str(out),
-         "--only", "good,broken"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "run.py"),
+            "--bench-dir",
+            str(bench_dir),
+            "--out",
+            str(out),
+            "--only",
+            "good,broken",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 1
     assert "| good | search |" in done.stdout and "RuntimeError: boom at small" in done.stderr

@@ -23,12 +23,20 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 def evil_yaml(marker: Path) -> str:
     """A BM25 pipeline whose tokenizer would run each query as a shell command (issue 8's attack)."""
-    store = {"type": "components.stores.bm25.document_store.BM25DocumentStore",
-             "init_parameters": {"path": str(marker.parent / "bm25"), "tokenizer": "os:system"}}
+    store = {
+        "type": "components.stores.bm25.document_store.BM25DocumentStore",
+        "init_parameters": {"path": str(marker.parent / "bm25"), "tokenizer": "os:system"},
+    }
     pipeline = {
-        "components": {"retriever": {"type": "components.retrievers.bm25.retriever.BM25Retriever",
-                                     "init_parameters": {"document_store": store}}},
-        "connections": [], "inputs": {"query": "retriever.query"}, "outputs": {"documents": "retriever.documents"},
+        "components": {
+            "retriever": {
+                "type": "components.retrievers.bm25.retriever.BM25Retriever",
+                "init_parameters": {"document_store": store},
+            }
+        },
+        "connections": [],
+        "inputs": {"query": "retriever.query"},
+        "outputs": {"documents": "retriever.documents"},
     }
     return json.dumps(pipeline)  # JSON is YAML
 
@@ -58,17 +66,34 @@ def test_openapi_lists_only_query_routes(server: Server) -> None:
     assert paths == {"/status", "/status/{pipeline_name}"} | {f"/{name}/run" for name in ANSWERING}
 
 
-@pytest.mark.parametrize(("method", "path"), [
-    ("POST", "/deploy-yaml"), ("POST", "/deploy_files"), ("POST", "/undeploy/dense_search"),
-    ("POST", "/undeploy/evil"), ("POST", "/v1/chat/completions"), ("POST", "/chat/completions"),
-    ("POST", "/v1/responses"), ("POST", "/v1/files"), ("GET", "/v1/models"), ("GET", "/draw/dense_search"),
-    ("PUT", "/dense_search/run"), ("DELETE", "/dense_search/run"),
-])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/deploy-yaml"),
+        ("POST", "/deploy_files"),
+        ("POST", "/undeploy/dense_search"),
+        ("POST", "/undeploy/evil"),
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/chat/completions"),
+        ("POST", "/v1/responses"),
+        ("POST", "/v1/files"),
+        ("GET", "/v1/models"),
+        ("GET", "/draw/dense_search"),
+        ("PUT", "/dense_search/run"),
+        ("DELETE", "/dense_search/run"),
+    ],
+)
 def test_hayhooks_management_routes_are_gone(server: Server, tmp_path: Path, method: str, path: str) -> None:
     marker = tmp_path / "pwned"
-    body = {"name": "evil", "source_code": evil_yaml(marker), "overwrite": True, "save_file": True,
-            "files": {"pipeline_wrapper.py": f"open({str(marker)!r}, 'w').close()"}, "model": "dense_search",
-            "messages": [{"role": "user", "content": f"touch {marker}"}]}
+    body = {
+        "name": "evil",
+        "source_code": evil_yaml(marker),
+        "overwrite": True,
+        "save_file": True,
+        "files": {"pipeline_wrapper.py": f"open({str(marker)!r}, 'w').close()"},
+        "model": "dense_search",
+        "messages": [{"role": "user", "content": f"touch {marker}"}],
+    }
     answer = server.post_json(path, body) if method == "POST" else server.request(method, path)
     assert answer.status in (404, 405), (answer.status, answer.body[:300])
     assert set(server.request("GET", "/status").json()["pipelines"]) == set(ANSWERING)
@@ -85,9 +110,15 @@ def test_deployed_tokenizer_cannot_run_commands(server: Server, tmp_path: Path) 
 
 
 def test_no_cors_headers_without_cors_origin(server: Server) -> None:
-    preflight = server.request("OPTIONS", "/dense_search/run", headers={
-        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "content-type"})
+    preflight = server.request(
+        "OPTIONS",
+        "/dense_search/run",
+        headers={
+            "Origin": "http://evil.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type",
+        },
+    )
     simple = server.request("GET", "/status", headers={"Origin": "http://evil.example"})
     posted = server.post_json("/dense_search/run", {"query": "zip"}, headers={"Origin": "http://evil.example"})
     assert preflight.status == 405 and simple.status == 200 and posted.status == 200

@@ -86,8 +86,14 @@ def kill_at_random(
 def forked(target, *args: object) -> multiprocessing.Process:
     """Start target(*args) in a process forked from a server that has imported needle's indexing modules."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["needle.cli", "needle.indexing", "components.stores.bm25.document_store",
-                                    "components.converters.jsonl_corpus_reader"])
+    context.set_forkserver_preload(
+        [
+            "needle.cli",
+            "needle.indexing",
+            "components.stores.bm25.document_store",
+            "components.converters.jsonl_corpus_reader",
+        ]
+    )
     proc = context.Process(target=target, args=args, daemon=True)
     proc.start()
     return proc

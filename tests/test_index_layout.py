@@ -88,8 +88,12 @@ def test_a_full_disk_while_writing_leaves_the_old_index_and_no_debris(
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (16_000, 16_000))
 
-    proc = subprocess.run([NEEDLE, "index", str(SAMPLE), "--out", str(bm25_index), "--bm25", "--no-dense"],
-                          capture_output=True, text=True, preexec_fn=small_files_only)
+    proc = subprocess.run(
+        [NEEDLE, "index", str(SAMPLE), "--out", str(bm25_index), "--bm25", "--no-dense"],
+        capture_output=True,
+        text=True,
+        preexec_fn=small_files_only,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "failed, so the live index is unchanged" in proc.stderr
     assert search_json(capsys, bm25_index) == before
@@ -132,18 +136,32 @@ def test_a_store_directory_is_not_taken_for_an_index(bm25_index: Path, capsys: p
 
 def test_an_empty_directory_is_fine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     (tmp_path / "empty").mkdir()
-    assert main(["index", str(corpus_slice(tmp_path, "a.jsonl", 0, 10)), "--out", str(tmp_path / "empty"),
-                 "--bm25", "--no-dense"]) == 0
+    assert (
+        main(
+            [
+                "index",
+                str(corpus_slice(tmp_path, "a.jsonl", 0, 10)),
+                "--out",
+                str(tmp_path / "empty"),
+                "--bm25",
+                "--no-dense",
+            ]
+        )
+        == 0
+    )
     assert any(json.loads(search_json(capsys, tmp_path / "empty")[1]))
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda ix: (ix / "CURRENT").write_text("gen-000009\n"), "gen-000009: missing"),
-    (lambda ix: (ix / "CURRENT").write_text("garbage\n"), "CURRENT: corrupted"),
-    (lambda ix: shutil.rmtree(generation(ix)), "missing"),
-    (lambda ix: shutil.rmtree(generation(ix) / "bm25"), "lists 40 documents but the store of `retriever` holds 0"),
-    (lambda ix: (ix / "CURRENT").unlink(), "is not a needle index"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda ix: (ix / "CURRENT").write_text("gen-000009\n"), "gen-000009: missing"),
+        (lambda ix: (ix / "CURRENT").write_text("garbage\n"), "CURRENT: corrupted"),
+        (lambda ix: shutil.rmtree(generation(ix)), "missing"),
+        (lambda ix: shutil.rmtree(generation(ix) / "bm25"), "lists 40 documents but the store of `retriever` holds 0"),
+        (lambda ix: (ix / "CURRENT").unlink(), "is not a needle index"),
+    ],
+)
 def test_a_broken_index_is_a_one_line_error_never_an_empty_answer(
     bm25_index: Path, capsys: pytest.CaptureFixture, damage, message: str
 ) -> None:
@@ -152,12 +170,15 @@ def test_a_broken_index_is_a_one_line_error_never_an_empty_answer(
     assert message in err and "rebuild it with `needle index" in err
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("documents", 41, "lists 41 documents but the store of `retriever` holds 40"),
-    ("documents", "many", "documents must be a count"),
-    ("modes", ["bm25", "sparse"], "modes must list some of dense, bm25"),
-    ("format", "other", "format 'other' is not supported"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("documents", 41, "lists 41 documents but the store of `retriever` holds 40"),
+        ("documents", "many", "documents must be a count"),
+        ("modes", ["bm25", "sparse"], "modes must list some of dense, bm25"),
+        ("format", "other", "format 'other' is not supported"),
+    ],
+)
 def test_a_tampered_manifest_is_refused(
     bm25_index: Path, capsys: pytest.CaptureFixture, field: str, value: object, message: str
 ) -> None:
@@ -186,11 +207,16 @@ def test_an_index_of_the_older_layout_is_kept_until_its_rebuild_is_live(
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "contents": "fine"}\n{"id": \n', encoding="utf-8")
     one_line_error(capsys, ["index", str(bad), "--out", str(bm25_index), "--bm25", "--no-dense"])
-    now = {str(p.relative_to(bm25_index)): p.read_bytes() for p in bm25_index.rglob("*") if p.is_file()
-           and p.name != "LOCK"}
+    now = {
+        str(p.relative_to(bm25_index)): p.read_bytes()
+        for p in bm25_index.rglob("*")
+        if p.is_file() and p.name != "LOCK"
+    }
     assert now == files
-    assert main(["index", str(corpus_slice(tmp_path, "a.jsonl", 0, 40)), "--out", str(bm25_index),
-                 "--bm25", "--no-dense"]) == 0
+    assert (
+        main(["index", str(corpus_slice(tmp_path, "a.jsonl", 0, 40)), "--out", str(bm25_index), "--bm25", "--no-dense"])
+        == 0
+    )
     assert sorted(p.name for p in bm25_index.iterdir()) == ["CURRENT", "LOCK", "gen-000001"]
     assert json.loads(search_json(capsys, bm25_index)[1])[1]
 

@@ -45,8 +45,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
 def test_no_file_in_the_index_names_where_it_was_built(built: tuple[Path, dict[str, str]]) -> None:
     index, _ = built
     needles = {str(index).encode(), str(index.resolve()).encode()}
-    naming = [str(p.relative_to(index)) for p in index.rglob("*") if p.is_file() and p.name != "LOCK"
-              and any(n in p.read_bytes() for n in needles)]
+    naming = [
+        str(p.relative_to(index))
+        for p in index.rglob("*")
+        if p.is_file() and p.name != "LOCK" and any(n in p.read_bytes() for n in needles)
+    ]
     assert naming == []
 
 

@@ -58,13 +58,18 @@ def wait_for_holder(index: Path, pid: int, proc: subprocess.Popen) -> None:
 
 def test_a_second_writer_fails_at_once_naming_the_holder(tmp_path: Path) -> None:
     index = tmp_path / "ix"
-    first = subprocess.Popen([NEEDLE, "index", str(corpus_slice(tmp_path, "a.jsonl", 0, 30)), "--out", str(index),
-                              "--bm25"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [NEEDLE, "index", str(corpus_slice(tmp_path, "a.jsonl", 0, 30)), "--out", str(index), "--bm25"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for_holder(index, first.pid, first)
         os.kill(first.pid, signal.SIGSTOP)  # hold the first writer inside its build while the second one tries
-        second = subprocess.run([NEEDLE, "index", str(SAMPLE), "--out", str(index), "--bm25", "--no-dense"],
-                                capture_output=True, text=True)
+        second = subprocess.run(
+            [NEEDLE, "index", str(SAMPLE), "--out", str(index), "--bm25", "--no-dense"], capture_output=True, text=True
+        )
     finally:
         os.kill(first.pid, signal.SIGCONT)
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
@@ -77,8 +82,15 @@ def test_a_second_writer_fails_at_once_naming_the_holder(tmp_path: Path) -> None
 def test_two_writers_started_together_leave_one_whole_index(tmp_path: Path) -> None:
     index = tmp_path / "ix"
     corpora = {30: corpus_slice(tmp_path, "a.jsonl", 0, 30), 20: corpus_slice(tmp_path, "b.jsonl", 100, 120)}
-    procs = {n: subprocess.Popen([NEEDLE, "index", str(c), "--out", str(index), "--bm25"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True) for n, c in corpora.items()}
+    procs = {
+        n: subprocess.Popen(
+            [NEEDLE, "index", str(c), "--out", str(index), "--bm25"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n, c in corpora.items()
+    }
     results = {n: (p.wait(), p.communicate()[1]) for n, p in procs.items()}
     assert all(code in (0, 2) for code, _ in results.values()) and any(code == 0 for code, _ in results.values())
     for n, (code, err) in results.items():
@@ -105,8 +117,12 @@ def test_searches_during_rebuilds_always_get_a_whole_answer(tmp_path: Path) -> N
 
     def rebuild() -> None:
         for corpus in corpora * 2:
-            codes.append(subprocess.run([NEEDLE, "index", str(corpus), "--out", str(index), "--bm25", "--no-dense",
-                                         "--overwrite"], capture_output=True).returncode)
+            codes.append(
+                subprocess.run(
+                    [NEEDLE, "index", str(corpus), "--out", str(index), "--bm25", "--no-dense", "--overwrite"],
+                    capture_output=True,
+                ).returncode
+            )
 
     writer = threading.Thread(target=rebuild)
     writer.start()

@@ -20,6 +20,7 @@ import components  # noqa: F401 - registers our modules with Haystack's deserial
 from components.rankers import LocalCrossEncoderRanker, create_reranker
 
 from model_home import MODELS  # noqa: E402  (tests/ is on sys.path under pytest)
+
 QUERY = "how do cats purr"
 TEXTS = [
     "Cats purr by vibrating the muscles of the larynx.",

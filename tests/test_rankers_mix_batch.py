@@ -9,8 +9,10 @@ from components.rankers.mix_retrieve_batch_ranker import MixRetrieveBatchRanker
 
 def side(prefix: str, scores: list[float], tag: str) -> list[Document]:
     """A retriever's result list: ids prefix0, prefix1, ... with the given scores."""
-    return [Document(id=f"{prefix}{i}", content=f"{prefix} {i}", score=s, meta={"retrieval_type": tag})
-            for i, s in enumerate(scores)]
+    return [
+        Document(id=f"{prefix}{i}", content=f"{prefix} {i}", score=s, meta={"retrieval_type": tag})
+        for i, s in enumerate(scores)
+    ]
 
 
 QUERIES = ["short", "a much longer natural language question about retrieval"]

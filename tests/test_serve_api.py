@@ -45,7 +45,7 @@ BAD_BODIES = [
     ("top_k float", b'{"query": "zip", "top_k": 2.5}', 422),
     ("top_k bool", b'{"query": "zip", "top_k": true}', 422),
     ("unknown field", b'{"query": "zip", "filters": {"field": "meta.x"}}', 422),
-    ("query missing", b'{}', 422),
+    ("query missing", b"{}", 422),
     ("query null", b'{"query": null}', 422),
     ("query number", b'{"query": 42}', 422),
     ("query list", b'{"query": ["zip"]}', 422),
@@ -130,8 +130,12 @@ def test_query_of_exactly_the_limit_is_answered(server: Server) -> None:
 def test_mixed_traffic_has_no_server_errors(server: Server) -> None:
     """200 requests, about half bad, spread over the four pipelines: zero 5xx, and every good one answers."""
     rng = random.Random(8)
-    good = [b'{"query": "read and write ZIP files"}', b'{"query": "\\u6587\\u4ef6 zip", "top_k": 3}',
-            b'{"query": "x"}', b'{"query": "socket server", "top_k": 10000}']
+    good = [
+        b'{"query": "read and write ZIP files"}',
+        b'{"query": "\\u6587\\u4ef6 zip", "top_k": 3}',
+        b'{"query": "x"}',
+        b'{"query": "socket server", "top_k": 10000}',
+    ]
     small_bad = [body for _, body, _ in BAD_BODIES if len(body) < 1000]
     statuses = []
     for _ in range(200):
@@ -146,7 +150,9 @@ def test_mixed_traffic_has_no_server_errors(server: Server) -> None:
 
 # Schema-breaking requests need something to break: /status takes nothing, /status/{name} only a path string.
 OPERATIONS = [("POST", f"/{name}/run", mode) for name in PIPELINES for mode in GenerationMode] + [
-    ("GET", "/status", GenerationMode.POSITIVE), ("GET", "/status/{pipeline_name}", GenerationMode.POSITIVE)]
+    ("GET", "/status", GenerationMode.POSITIVE),
+    ("GET", "/status/{pipeline_name}", GenerationMode.POSITIVE),
+]
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +169,7 @@ def test_generated_requests_get_no_server_error(
     base_url = f"http://{server.host}:{server.port}"
 
     @given(case=api_schema[path][method].as_strategy(generation_mode=mode))
-    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
-              database=None)
+    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)
     def no_server_error(case: schemathesis.Case) -> None:
         response = case.call(base_url=base_url, timeout=60)
         assert response.status_code < 500, (case.body, case.path_parameters, response.status_code, response.text[:300])

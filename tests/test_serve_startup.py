@@ -35,8 +35,15 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def serve_until_exit(index_dir: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `needle serve` that is expected to stop by itself; fail (and kill it) if it serves instead."""
     try:
-        return subprocess.run(needle_command("serve", str(index_dir), "--port", str(free_port())), check=False,
-                              cwd=REPO, env=server_env(), capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            needle_command("serve", str(index_dir), "--port", str(free_port())),
+            check=False,
+            cwd=REPO,
+            env=server_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"needle serve {index_dir} kept running instead of refusing to start")
 

@@ -45,7 +45,8 @@ def fingerprint(path: Path) -> dict[str, str]:
     """Hash of every file of a store directory except its LOCK, by relative path."""
     return {
         str(f.relative_to(path)): hashlib.sha256(f.read_bytes()).hexdigest()
-        for f in sorted(path.rglob("*")) if f.is_file() and f.name != "LOCK"
+        for f in sorted(path.rglob("*"))
+        if f.is_file() and f.name != "LOCK"
     }
 
 

@@ -16,8 +16,11 @@ from test_store_helpers import KINDS, doc, make_store, state
 IDS = st.sampled_from(["a", "b", "c", "d"])
 WORDS = st.lists(st.sampled_from(["planet", "star", "moon", "ice", "rock"]), min_size=1, max_size=4).map(" ".join)
 DEFECTS = st.sampled_from([None, None, None, "surrogate", "unserializable"])
-WRITE = st.tuples(st.just("write"), st.lists(st.tuples(IDS, WORDS, DEFECTS), min_size=1, max_size=3),
-                  st.sampled_from([DuplicatePolicy.NONE, DuplicatePolicy.SKIP, DuplicatePolicy.OVERWRITE]))
+WRITE = st.tuples(
+    st.just("write"),
+    st.lists(st.tuples(IDS, WORDS, DEFECTS), min_size=1, max_size=3),
+    st.sampled_from([DuplicatePolicy.NONE, DuplicatePolicy.SKIP, DuplicatePolicy.OVERWRITE]),
+)
 DELETE = st.tuples(st.just("delete"), st.lists(IDS, max_size=3), st.just(None))
 Model = dict[str, tuple[str, dict[str, Any]]]
 

@@ -39,8 +39,10 @@ PEAK_RSS = textwrap.dedent(
 def _corpus(n: int, words_per_doc: int, seed: int = 0) -> list[Document]:
     rng = random.Random(seed)
     vocabulary = [f"word{i}" for i in range(3000)]
-    return [Document(id=f"d{i}", content=" ".join(rng.choices(vocabulary, k=words_per_doc)), meta={"n": i})
-            for i in range(n)]
+    return [
+        Document(id=f"d{i}", content=" ".join(rng.choices(vocabulary, k=words_per_doc)), meta={"n": i})
+        for i in range(n)
+    ]
 
 
 def _build_pair(root: Path, documents: list[Document], dim: int) -> None:
@@ -54,7 +56,9 @@ def test_a_moved_pair_of_stores_still_searches_and_no_manifest_holds_an_absolute
     """mv DIR DIR2: the BM25 store finds its documents in DIR2/dense, because it saved the path relative."""
     documents = _corpus(50, 20)
     _build_pair(tmp_path / "index", documents, dim=8)
-    before = [(d.id, d.content) for d in BM25DocumentStore(path=str(tmp_path / "index" / "bm25")).bm25_retrieval("word7")]
+    before = [
+        (d.id, d.content) for d in BM25DocumentStore(path=str(tmp_path / "index" / "bm25")).bm25_retrieval("word7")
+    ]
     shutil.move(tmp_path / "index", tmp_path / "moved")
     moved = BM25DocumentStore(path=str(tmp_path / "moved" / "bm25"))
     assert [(d.id, d.content) for d in moved.bm25_retrieval("word7")] == before != []
@@ -78,8 +82,9 @@ def test_bm25_hits_stay_those_of_the_generation_it_opened_while_the_dense_store_
 
 
 def _peak_rss_kib(mode: str, root: Path) -> int:
-    result = subprocess.run([sys.executable, "-c", PEAK_RSS, mode, str(root)], cwd=REPO, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, mode, str(root)], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return int(result.stdout.strip())
 

@@ -40,7 +40,10 @@ def test_two_store_objects_in_one_process_never_overwrite_each_other(kind: str, 
     a, b = make_store(kind, path), make_store(kind, path)
     assert a.count_documents() == b.count_documents() == 1
     a.write_documents([doc("from-a", "planet from a")])
-    with pytest.raises(DocumentStoreError, match=r"another writer saved gen-0+2 since this .* read gen-0+1; nothing was changed. Reopen"):
+    with pytest.raises(
+        DocumentStoreError,
+        match=r"another writer saved gen-0+2 since this .* read gen-0+1; nothing was changed. Reopen",
+    ):
         b.write_documents([doc("from-b", "planet from b")])
     assert set(state(b)) == {"first"}
     reopened = make_store(kind, path)
@@ -67,8 +70,9 @@ def test_a_locked_directory_refuses_writes_naming_the_holder_but_not_reads(kind:
     path = tmp_path / "store"
     store = make_store(kind, path)
     store.write_documents([doc("mine", "my planet")])
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], cwd=REPO, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(DirectoryLockedError, match=rf"locked by another writer \(pid {holder.pid} .*test writer"):

@@ -10,8 +10,11 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from test_store_helpers import KINDS, doc, file_size_limit, fingerprint, make_store, search, state
 
-DOCS = [doc("sun", "the sun is a star", kind="star"), doc("mars", "mars is a red planet", kind="planet"),
-        doc("venus", "venus is a hot planet", kind="planet")]
+DOCS = [
+    doc("sun", "the sun is a star", kind="star"),
+    doc("mars", "mars is a red planet", kind="planet"),
+    doc("venus", "venus is a hot planet", kind="planet"),
+]
 FULL_DISK = (OSError, DocumentStoreError)  # EFBIG as is, or named with the file the store was writing
 BIG = "planet " * 40_000  # a document whose saved files outgrow the file size limit below
 
@@ -19,20 +22,42 @@ BIG = "planet " * 40_000  # a document whose saved files outgrow the file size l
 def _bad_writes() -> dict[str, tuple[Callable[[Any], Any], Any, str | None]]:
     """Each failing call, the exception it raises and what its message names."""
     return {
-        "surrogate content": (lambda s: s.write_documents([doc("ok", "fine"), Document(id="bad", content="a\ud800b")]),
-                              ValueError, r"documents\[1\] \(id 'bad'\) content is not valid Unicode"),
-        "surrogate meta": (lambda s: s.write_documents([doc("bad", "planet", note="x\udfffy")]),
-                           ValueError, r"documents\[0\] \(id 'bad'\) meta.note is not valid Unicode"),
-        "unserializable meta": (lambda s: s.write_documents([doc("bad", "planet", when=object())]),
-                                ValueError, r"documents\[0\] \(id 'bad'\): field 'meta.when' cannot be stored"),
-        "duplicate": (lambda s: s.write_documents([doc("new", "planet"), doc("mars", "planet")]),
-                      Exception, r"ID 'mars' \(documents\[1\]\) already exists"),
-        "update surrogate": (lambda s: s.update_by_filter({"field": "meta.kind", "operator": "==", "value": "planet"},
-                                                          {"note": "\ud800"}), ValueError, "meta is not valid Unicode"),
+        "surrogate content": (
+            lambda s: s.write_documents([doc("ok", "fine"), Document(id="bad", content="a\ud800b")]),
+            ValueError,
+            r"documents\[1\] \(id 'bad'\) content is not valid Unicode",
+        ),
+        "surrogate meta": (
+            lambda s: s.write_documents([doc("bad", "planet", note="x\udfffy")]),
+            ValueError,
+            r"documents\[0\] \(id 'bad'\) meta.note is not valid Unicode",
+        ),
+        "unserializable meta": (
+            lambda s: s.write_documents([doc("bad", "planet", when=object())]),
+            ValueError,
+            r"documents\[0\] \(id 'bad'\): field 'meta.when' cannot be stored",
+        ),
+        "duplicate": (
+            lambda s: s.write_documents([doc("new", "planet"), doc("mars", "planet")]),
+            Exception,
+            r"ID 'mars' \(documents\[1\]\) already exists",
+        ),
+        "update surrogate": (
+            lambda s: s.update_by_filter(
+                {"field": "meta.kind", "operator": "==", "value": "planet"}, {"note": "\ud800"}
+            ),
+            ValueError,
+            "meta is not valid Unicode",
+        ),
         "disk full on write": (lambda s: _limited(s.write_documents, [doc("big", BIG)]), FULL_DISK, None),
         "disk full on delete": (lambda s: _limited(s.delete_documents, ["mars"]), FULL_DISK, None),
-        "disk full on update": (lambda s: _limited(s.update_by_filter, {"field": "meta.kind", "operator": "==",
-                                                                        "value": "star"}, {"big": BIG}), FULL_DISK, None),
+        "disk full on update": (
+            lambda s: _limited(
+                s.update_by_filter, {"field": "meta.kind", "operator": "==", "value": "star"}, {"big": BIG}
+            ),
+            FULL_DISK,
+            None,
+        ),
     }
 
 

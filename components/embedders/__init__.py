@@ -22,8 +22,14 @@ if TYPE_CHECKING:
     from .embedding_file import load_embeddings as load_embeddings
     from .embedding_file import save_embeddings as save_embeddings
     from .model_resolver import resolve_model as resolve_model
-    from .sentence_transformers_batch_text_embedder import SentenceTransformersBatchTextEmbedder as SentenceTransformersBatchTextEmbedder
-    from .sentence_transformers_document_embedder import SentenceTransformersDocumentEmbedder as SentenceTransformersDocumentEmbedder
-    from .sentence_transformers_text_embedder import SentenceTransformersTextEmbedder as SentenceTransformersTextEmbedder
+    from .sentence_transformers_batch_text_embedder import (
+        SentenceTransformersBatchTextEmbedder as SentenceTransformersBatchTextEmbedder,
+    )
+    from .sentence_transformers_document_embedder import (
+        SentenceTransformersDocumentEmbedder as SentenceTransformersDocumentEmbedder,
+    )
+    from .sentence_transformers_text_embedder import (
+        SentenceTransformersTextEmbedder as SentenceTransformersTextEmbedder,
+    )
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

@@ -75,8 +75,20 @@ class TEIRanker(RerankerMixin):
     """
 
     _init_parameters = (
-        "url", "top_k", "batch_size", "max_batch_size", "max_concurrency", "timeout", "max_retries", "backoff",
-        "truncate", "model", "api_key", "ca_file", "client_cert", "client_key",
+        "url",
+        "top_k",
+        "batch_size",
+        "max_batch_size",
+        "max_concurrency",
+        "timeout",
+        "max_retries",
+        "backoff",
+        "truncate",
+        "model",
+        "api_key",
+        "ca_file",
+        "client_cert",
+        "client_key",
     )
 
     def __init__(

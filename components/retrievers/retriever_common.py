@@ -45,9 +45,7 @@ class StoreRetrieverBase:
         self.top_k = top_k
         self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
 
-    def _run_settings(
-        self, filters: dict[str, Any] | None, top_k: int | None
-    ) -> tuple[dict[str, Any] | None, int]:
+    def _run_settings(self, filters: dict[str, Any] | None, top_k: int | None) -> tuple[dict[str, Any] | None, int]:
         """The filters (init and run-time combined by ``filter_policy``) and the checked ``top_k`` for one run."""
         top_k = self.top_k if top_k is None else check_top_k(top_k)
         check_filters(filters)
@@ -57,8 +55,12 @@ class StoreRetrieverBase:
         """Serialise the retriever and its store's configuration."""
         extras = {name: getattr(self, name) for name in self._extra_init_parameters}
         return default_to_dict(
-            self, document_store=self.document_store, filters=self.filters, top_k=self.top_k,
-            filter_policy=self.filter_policy.value, **extras,
+            self,
+            document_store=self.document_store,
+            filters=self.filters,
+            top_k=self.top_k,
+            filter_policy=self.filter_policy.value,
+            **extras,
         )
 
     @classmethod

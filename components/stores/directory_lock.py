@@ -77,7 +77,9 @@ class DirectoryLock:
         """Write who holds the lock into the lock file, for the message another writer gets."""
         assert self._fd is not None
         holder = {
-            "pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "purpose": self.purpose,
             "command": " ".join(sys.argv)[:300],
             "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
@@ -103,7 +105,8 @@ def _read_holder(fd: int) -> str:
     """Describe the holder recorded in the lock file, or say that it has not written itself in yet."""
     try:
         holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        return (f"pid {holder['pid']} on {holder['host']}, {holder['purpose']} since {holder['since']}: "
-                f"{holder['command']}")
+        return (
+            f"pid {holder['pid']} on {holder['host']}, {holder['purpose']} since {holder['since']}: {holder['command']}"
+        )
     except (ValueError, KeyError, TypeError):
         return "holder not recorded yet"

@@ -69,8 +69,12 @@ def check_meta_storable(meta: Any) -> None:
 def _fields(data: dict[str, Any]) -> list[tuple[str, Any]]:
     """The document's fields that can hold user data, by the name an error gives them."""
     meta = data.get("meta") or {}
-    return [("content", data.get("content")), *((f"meta.{key}", value) for key, value in meta.items()),
-            ("blob", data.get("blob")), ("sparse_embedding", data.get("sparse_embedding"))]
+    return [
+        ("content", data.get("content")),
+        *((f"meta.{key}", value) for key, value in meta.items()),
+        ("blob", data.get("blob")),
+        ("sparse_embedding", data.get("sparse_embedding")),
+    ]
 
 
 def _json_safe(value: Any) -> bool:

@@ -120,9 +120,7 @@ def _read_queries(path: Path) -> dict[str, str]:
     return rows
 
 
-def _read_qrels(
-    path: Path, doc_ids: set[str], queries: dict[str, str]
-) -> dict[str, dict[str, int]]:
+def _read_qrels(path: Path, doc_ids: set[str], queries: dict[str, str]) -> dict[str, dict[str, int]]:
     """Parse a qrels TSV (optional BEIR header) and check every id against the corpus and the queries."""
     qrels: dict[str, dict[str, int]] = {}
     with path.open(encoding="utf-8") as handle:

@@ -83,8 +83,15 @@ def run_queries(retrieve: Retrieve, queries: dict[str, str], label: str) -> tupl
 
 
 def evaluate(
-    dataset_dir: Path, *, split: str = "test", mode: str = "dense", pipeline: Path | None = None,
-    model: str, index_dir: Path | None = None, name: str | None = None, run_file: Path | None = None,
+    dataset_dir: Path,
+    *,
+    split: str = "test",
+    mode: str = "dense",
+    pipeline: Path | None = None,
+    model: str,
+    index_dir: Path | None = None,
+    name: str | None = None,
+    run_file: Path | None = None,
 ) -> EvalResult:
     """Evaluate one retrieval setup on a BEIR split and return its scored result."""
     dataset = load_beir(dataset_dir, split)
@@ -101,8 +108,15 @@ def evaluate(
         write_trec_run(rankings, run_file, label)
     scores = evaluate_run(run_from_rankings(rankings), dataset.qrels)
     return EvalResult.from_scores(
-        scores, name=name or label, dataset=dataset.name, split=split, mode=label if pipeline else mode,
-        queries_per_second=qps, index_build_seconds=build_s, embedding_cache_hit=cache_hit, params=params,
+        scores,
+        name=name or label,
+        dataset=dataset.name,
+        split=split,
+        mode=label if pipeline else mode,
+        queries_per_second=qps,
+        index_build_seconds=build_s,
+        embedding_cache_hit=cache_hit,
+        params=params,
     )
 
 

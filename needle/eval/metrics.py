@@ -101,8 +101,7 @@ def _rank(qid: str, docs: Mapping[str, float]) -> list[str]:
 def _as_scores(ranked: Mapping[str, list[str]], depth: int | None) -> dict[str, dict[str, float]]:
     """Give each ranked doc a score that trec_eval sorts back into the same order, cut at ``depth``."""
     return {
-        qid: {doc_id: float(len(ids) - rank) for rank, doc_id in enumerate(ids[:depth])}
-        for qid, ids in ranked.items()
+        qid: {doc_id: float(len(ids) - rank) for rank, doc_id in enumerate(ids[:depth])} for qid, ids in ranked.items()
     }
 
 
@@ -110,6 +109,7 @@ def _aggregate(
     query_ids: list[str], full: Mapping[str, Mapping[str, Any]], top10: Mapping[str, Mapping[str, Any]]
 ) -> RunScores:
     """Average per-query measures over all judged queries, a missing query counting as 0."""
+
     def mean(table: Mapping[str, Mapping[str, Any]], measure: str) -> float:
         return sum(table.get(qid, {}).get(measure, 0.0) for qid in query_ids) / len(query_ids)
 

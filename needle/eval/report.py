@@ -30,8 +30,13 @@ from typing import Any, Callable
 from needle.eval.metrics import HEADLINE_METRICS, RECALL_CURVE_DEPTH, RunScores
 
 SCHEMA = "needle.eval/1"
-METRIC_LABELS = {"ndcg@10": "nDCG@10", "recall@10": "Recall@10", "recall@100": "Recall@100",
-                 "mrr@10": "MRR@10", "map@100": "MAP@100"}
+METRIC_LABELS = {
+    "ndcg@10": "nDCG@10",
+    "recall@10": "Recall@10",
+    "recall@100": "Recall@100",
+    "mrr@10": "MRR@10",
+    "map@100": "MAP@100",
+}
 
 
 class ResultFileError(ValueError):
@@ -56,15 +61,34 @@ class EvalResult:
     per_query_ndcg10: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def from_scores(cls, scores: RunScores, *, name: str, dataset: str, split: str, mode: str,
-                    queries_per_second: float | None = None, index_build_seconds: float | None = None,
-                    embedding_cache_hit: bool | None = None, params: dict[str, Any] | None = None) -> EvalResult:
+    def from_scores(
+        cls,
+        scores: RunScores,
+        *,
+        name: str,
+        dataset: str,
+        split: str,
+        mode: str,
+        queries_per_second: float | None = None,
+        index_build_seconds: float | None = None,
+        embedding_cache_hit: bool | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> EvalResult:
         """Wrap :func:`evaluate_run`'s scores with the run's labels and what the caller measured."""
-        return cls(name=name, dataset=dataset, split=split, mode=mode, n_queries=scores.n_queries,
-                   metrics=dict(scores.metrics), queries_per_second=queries_per_second,
-                   index_build_seconds=index_build_seconds, embedding_cache_hit=embedding_cache_hit,
-                   params=dict(params or {}), recall_curve=list(scores.recall_curve),
-                   per_query_ndcg10=dict(scores.per_query_ndcg10))
+        return cls(
+            name=name,
+            dataset=dataset,
+            split=split,
+            mode=mode,
+            n_queries=scores.n_queries,
+            metrics=dict(scores.metrics),
+            queries_per_second=queries_per_second,
+            index_build_seconds=index_build_seconds,
+            embedding_cache_hit=embedding_cache_hit,
+            params=dict(params or {}),
+            recall_curve=list(scores.recall_curve),
+            per_query_ndcg10=dict(scores.per_query_ndcg10),
+        )
 
     def to_json(self) -> str:
         """Serialise to the documented schema (NaN is refused: JSON has no NaN)."""
@@ -109,16 +133,22 @@ _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "split": ("a string", lambda v: isinstance(v, str)),
     "mode": ("a string", lambda v: isinstance(v, str)),
     "n_queries": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
-    "metrics": (f"an object with numbers for {', '.join(HEADLINE_METRICS)}",
-                lambda v: isinstance(v, dict) and all(_is_number(v.get(m)) for m in HEADLINE_METRICS)),
+    "metrics": (
+        f"an object with numbers for {', '.join(HEADLINE_METRICS)}",
+        lambda v: isinstance(v, dict) and all(_is_number(v.get(m)) for m in HEADLINE_METRICS),
+    ),
     "queries_per_second": ("a number or null", lambda v: v is None or _is_number(v)),
     "index_build_seconds": ("a number or null", lambda v: v is None or _is_number(v)),
     "embedding_cache_hit": ("true, false or null", lambda v: v is None or isinstance(v, bool)),
     "params": ("an object", lambda v: isinstance(v, dict)),
-    "recall_curve": (f"a list of {RECALL_CURVE_DEPTH} numbers",
-                     lambda v: isinstance(v, list) and len(v) == RECALL_CURVE_DEPTH and all(map(_is_number, v))),
-    "per_query_ndcg10": ("an object of query id -> number",
-                         lambda v: isinstance(v, dict) and all(map(_is_number, v.values()))),
+    "recall_curve": (
+        f"a list of {RECALL_CURVE_DEPTH} numbers",
+        lambda v: isinstance(v, list) and len(v) == RECALL_CURVE_DEPTH and all(map(_is_number, v)),
+    ),
+    "per_query_ndcg10": (
+        "an object of query id -> number",
+        lambda v: isinstance(v, dict) and all(map(_is_number, v.values())),
+    ),
 }
 
 
@@ -146,9 +176,11 @@ def format_table(results: list[EvalResult]) -> str:
     """An aligned plain-text table, one column per run (plus a delta column for exactly two runs)."""
     header, rows = _table(results)
     widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
+
     def render(line: list[str]) -> str:
         cells = [line[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(line[1:], widths[1:])]
         return "  ".join(cells).rstrip()
+
     rule = "  ".join("-" * width for width in widths)
     return "\n".join([render(header), rule, *map(render, rows)]) + "\n"
 
@@ -169,8 +201,10 @@ def _table(results: list[EvalResult]) -> tuple[list[str], list[list[str]]]:
     delta = len(results) == 2
     if delta:
         header.append(f"{results[1].name} - {results[0].name}")
-    rows = [[label] + [str(getattr(r, key)) for r in results] + ([""] if delta else [])
-            for label, key in (("dataset", "dataset"), ("split", "split"), ("mode", "mode"), ("queries", "n_queries"))]
+    rows = [
+        [label] + [str(getattr(r, key)) for r in results] + ([""] if delta else [])
+        for label, key in (("dataset", "dataset"), ("split", "split"), ("mode", "mode"), ("queries", "n_queries"))
+    ]
     for key in sorted({key for r in results for key in r.params}):
         rows.append([key] + [_short_param(r.params.get(key, "-")) for r in results] + ([""] if delta else []))
     for metric, label in METRIC_LABELS.items():
@@ -180,8 +214,11 @@ def _table(results: list[EvalResult]) -> tuple[list[str], list[list[str]]]:
     rows.append(["index build (s)"] + [_number(r.index_build_seconds, 2) for r in results] + ([""] if delta else []))
     rows.append(["embedding cache"] + [_cache(r.embedding_cache_hit) for r in results] + ([""] if delta else []))
     if len(results) > 1:
-        rows.append([f"nDCG@10 win/tie/loss vs {results[0].name}", "-"]
-                    + [_win_tie_loss(results[0], r) for r in results[1:]] + ([""] if delta else []))
+        rows.append(
+            [f"nDCG@10 win/tie/loss vs {results[0].name}", "-"]
+            + [_win_tie_loss(results[0], r) for r in results[1:]]
+            + ([""] if delta else [])
+        )
     return header, rows
 
 

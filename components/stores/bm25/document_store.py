@@ -80,9 +80,19 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
             off and call ``save()`` yourself for those.
         :raises ValueError: If a parameter is outside its allowed range (the message names it).
         """
-        validate_init(lang=lang, tokenizer=tokenizer, method=method, k1=k1, b=b, delta=delta, backend=backend,
-                      compaction_ratio=compaction_ratio, path=path, document_store_path=document_store_path,
-                      autosave=autosave)
+        validate_init(
+            lang=lang,
+            tokenizer=tokenizer,
+            method=method,
+            k1=k1,
+            b=b,
+            delta=delta,
+            backend=backend,
+            compaction_ratio=compaction_ratio,
+            path=path,
+            document_store_path=document_store_path,
+            autosave=autosave,
+        )
         self.path = path
         self.lang = lang
         self.tokenizer = tokenizer
@@ -114,9 +124,18 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
                 "name a built-in tokenizer (en, zh, character, whitespace, words), since loading one never runs code"
             )
         return default_to_dict(
-            self, path=self.path, lang=self.lang, tokenizer=self.tokenizer, method=self.method, k1=self.k1,
-            b=self.b, delta=self.delta, backend=self.backend, compaction_ratio=self.compaction_ratio,
-            document_store_path=self.document_store_path, autosave=self.autosave,
+            self,
+            path=self.path,
+            lang=self.lang,
+            tokenizer=self.tokenizer,
+            method=self.method,
+            k1=self.k1,
+            b=self.b,
+            delta=self.delta,
+            backend=self.backend,
+            compaction_ratio=self.compaction_ratio,
+            document_store_path=self.document_store_path,
+            autosave=self.autosave,
         )
 
     @classmethod
@@ -321,8 +340,9 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         """Write the compacted index as a new generation of ``root``, then adopt it in memory."""
         index = self._ready()
         main, vocab = index.compacted() if index.has_pending_changes() else (index.snapshot().main, None)
-        generation = self._writer.write(root, lambda directory: write_generation(directory, main, root, self._settings,
-                                                                                 self._documents.get))
+        generation = self._writer.write(
+            root, lambda directory: write_generation(directory, main, root, self._settings, self._documents.get)
+        )
         if vocab is not None:
             index.install(main, vocab)
         if main is not None and self._settings["document_store_path"] is None:
@@ -357,8 +377,15 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         generation, manifest = found if found else (None, None)
         manifest_file = generation / MANIFEST if generation else None
         saved = saved_settings(manifest, manifest_file) if manifest is not None else None
-        given = {"lang": self.lang, "tokenizer": self.tokenizer, "method": self.method, "k1": self.k1, "b": self.b,
-                 "delta": self.delta, "document_store_path": self.document_store_path}
+        given = {
+            "lang": self.lang,
+            "tokenizer": self.tokenizer,
+            "method": self.method,
+            "k1": self.k1,
+            "b": self.b,
+            "delta": self.delta,
+            "document_store_path": self.document_store_path,
+        }
         settings = self._settings = resolve_settings(given, saved, manifest_file)
         self._tokenizer = BM25Tokenizer(settings["lang"], settings["tokenizer"])
         params = BM25Params(settings["method"], settings["k1"], settings["b"], settings["delta"], self.backend)
@@ -368,4 +395,3 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         if self.path:
             self._writer.seen(Path(self.path), generation, manifest)
         self._index = BM25Index(params, self.compaction_ratio, main)
-

@@ -13,8 +13,13 @@ from components.stores.bm25.settings import relative_to_store
 from components.stores.bm25.tokenizers import tokenizer_name
 
 
-def write_generation(directory: Path, main: MainSegment | None, root: Path, settings: dict[str, Any],
-                     documents: Callable[[list[str]], list[Document]]) -> dict[str, Any]:
+def write_generation(
+    directory: Path,
+    main: MainSegment | None,
+    root: Path,
+    settings: dict[str, Any],
+    documents: Callable[[list[str]], list[Document]],
+) -> dict[str, Any]:
     """
     Fill a generation directory of the store at ``root`` and return its manifest fields.
 

@@ -33,8 +33,14 @@ class IndexSnapshot:
     alive: np.ndarray | None
     delta: DeltaSegment | None
 
-    def search(self, queries: list[list[str]], k: int, n_threads: int = 0, main_accept: np.ndarray | None = None,
-               delta_accept: np.ndarray | None = None) -> list[list[tuple[str, float]]]:
+    def search(
+        self,
+        queries: list[list[str]],
+        k: int,
+        n_threads: int = 0,
+        main_accept: np.ndarray | None = None,
+        delta_accept: np.ndarray | None = None,
+    ) -> list[list[tuple[str, float]]]:
         """Best ``k`` (id, score) pairs per query (terms), merged over both segments, best first."""
         vocab = self.vocab
         ids = [[vocab[t] for t in q if t in vocab] for q in queries]
@@ -138,8 +144,9 @@ class BM25Index:
             if self._compaction_due():
                 self.compact()
             elif self._view is None and self._delta:
-                self._view = DeltaSegment(list(self._delta), list(self._delta.values()), self._main, len(self._vocab),
-                                          self.params)
+                self._view = DeltaSegment(
+                    list(self._delta), list(self._delta.values()), self._main, len(self._vocab), self.params
+                )
                 self.delta_builds += 1
             return IndexSnapshot(self._version, self._vocab, self._main, self._alive, self._view)
 
@@ -168,14 +175,30 @@ class BM25Index:
     def checkpoint(self) -> tuple:
         """The whole state, to ``restore`` after a failed transaction (copies of what mutations change in place)."""
         with self._lock:
-            return (self._main, dict(self._vocab), self._alive, dict(self._row_of), dict(self._delta), self._view,
-                    self.full_builds, self.delta_builds)
+            return (
+                self._main,
+                dict(self._vocab),
+                self._alive,
+                dict(self._row_of),
+                dict(self._delta),
+                self._view,
+                self.full_builds,
+                self.delta_builds,
+            )
 
     def restore(self, state: tuple) -> None:
         """Return to a ``checkpoint``; snapshots taken from now on get a new version."""
         with self._lock:
-            (self._main, self._vocab, self._alive, self._row_of, self._delta, self._view, self.full_builds,
-             self.delta_builds) = state
+            (
+                self._main,
+                self._vocab,
+                self._alive,
+                self._row_of,
+                self._delta,
+                self._view,
+                self.full_builds,
+                self.delta_builds,
+            ) = state
             self._version += 1
 
     def _drop_unused_terms(self, token_lists: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, int]]:

@@ -34,4 +34,3 @@ def load_array(path: Path, dtype_kind: str, mmap: bool = True) -> np.ndarray:
             f"{path}: corrupted, expected a 1-D array of kind {dtype_kind!r}, got {array.dtype} {array.shape}"
         )
     return array
-

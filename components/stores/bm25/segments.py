@@ -91,8 +91,12 @@ class MainSegment:
         parallel_numba = self.bm25.backend == "numba" and n_threads not in (0, 1)
         with _PARALLEL_NUMBA if parallel_numba else contextlib.nullcontext():
             rows, scores = self.bm25.retrieve(
-                [known[i] for i in asked], k=min(k, self.n_docs), weight_mask=mask, n_threads=n_threads,
-                show_progress=False, return_as="tuple",
+                [known[i] for i in asked],
+                k=min(k, self.n_docs),
+                weight_mask=mask,
+                n_threads=n_threads,
+                show_progress=False,
+                return_as="tuple",
             )
         keep = scores > self._floors([known[i] for i in asked])[:, None]
         for j, i in enumerate(asked):
@@ -154,8 +158,14 @@ class MainSegment:
 class DeltaSegment:
     """Documents written since the main build, scored with the statistics of main + delta together."""
 
-    def __init__(self, ids: list[str], token_lists: list[np.ndarray], main: MainSegment | None, vocab_size: int,
-                 params: BM25Params) -> None:
+    def __init__(
+        self,
+        ids: list[str],
+        token_lists: list[np.ndarray],
+        main: MainSegment | None,
+        vocab_size: int,
+        params: BM25Params,
+    ) -> None:
         """Compute the delta's sparse weight matrix (column = term) once; queries then only add columns."""
         self.ids = ids
         self.vocab_size = vocab_size
@@ -182,8 +192,9 @@ class DeltaSegment:
         np.cumsum(np.bincount(terms, minlength=vocab_size), out=self.indptr[1:])
 
     @staticmethod
-    def _collection_stats(main: MainSegment | None, terms: np.ndarray, lengths: np.ndarray,
-                          vocab_size: int) -> tuple[int, np.ndarray, int]:
+    def _collection_stats(
+        main: MainSegment | None, terms: np.ndarray, lengths: np.ndarray, vocab_size: int
+    ) -> tuple[int, np.ndarray, int]:
         """Document count, per-term document frequency and total length over main + delta."""
         df = np.bincount(terms, minlength=vocab_size).astype(np.int64)
         n_docs, total = len(lengths), int(lengths.sum())

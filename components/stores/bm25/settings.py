@@ -16,7 +16,13 @@ from components.stores.bm25.scoring import METHODS
 from components.stores.bm25.tokenizers import CUSTOM, LANGUAGES, TOKENIZERS, validate_tokenizer_settings
 
 DEFAULTS: dict[str, Any] = {
-    "lang": "en", "tokenizer": None, "method": "lucene", "k1": 0.9, "b": 0.4, "delta": 0.5, "document_store_path": None,
+    "lang": "en",
+    "tokenizer": None,
+    "method": "lucene",
+    "k1": 0.9,
+    "b": 0.4,
+    "delta": 0.5,
+    "document_store_path": None,
 }
 BACKENDS = ("numpy", "numba")
 _RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
@@ -27,8 +33,20 @@ _RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
 }
 
 
-def validate_init(*, lang: Any, tokenizer: Any, method: Any, k1: Any, b: Any, delta: Any, backend: Any,
-                  compaction_ratio: Any, path: Any, document_store_path: Any, autosave: Any) -> None:
+def validate_init(
+    *,
+    lang: Any,
+    tokenizer: Any,
+    method: Any,
+    k1: Any,
+    b: Any,
+    delta: Any,
+    backend: Any,
+    compaction_ratio: Any,
+    path: Any,
+    document_store_path: Any,
+    autosave: Any,
+) -> None:
     """Raise ValueError naming the first parameter outside its allowed range."""
     validate_tokenizer_settings(DEFAULTS["lang"] if lang is None else lang, tokenizer)
     if method is not None and method not in METHODS:
@@ -61,6 +79,7 @@ def saved_settings(manifest: dict[str, Any], manifest_file: Path) -> dict[str, A
 
     :raises DocumentStoreError: Naming the file and the field, for any value we would not write ourselves.
     """
+
     def refuse(field: str, value: Any, allowed: str) -> DocumentStoreError:
         return DocumentStoreError(f"{manifest_file}: field {field!r} is {value!r}"[:300] + f"; expected {allowed}")
 
@@ -84,7 +103,8 @@ def saved_settings(manifest: dict[str, Any], manifest_file: Path) -> dict[str, A
     if shared is not None and (not isinstance(shared, str) or not shared):
         raise refuse("document_store_path", shared, "null or a directory path relative to the store")
     return {
-        "lang": tokenizer["lang"], "tokenizer": tokenizer["tokenizer"],
+        "lang": tokenizer["lang"],
+        "tokenizer": tokenizer["tokenizer"],
         **{name: bm25[name] for name in ("method", "k1", "b", "delta")},
         "document_store_path": None if shared is None else str((manifest_file.parent.parent / shared).resolve()),
     }

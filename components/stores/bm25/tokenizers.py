@@ -160,5 +160,9 @@ def _words() -> Callable[[list[str]], list[list[str]]]:
 
 
 _BUILT_INS: dict[str, Callable[[], Callable[[list[str]], list[list[str]]]]] = {
-    "en": _english, "zh": _chinese, "character": _characters, "whitespace": _whitespace, "words": _words,
+    "en": _english,
+    "zh": _chinese,
+    "character": _characters,
+    "whitespace": _whitespace,
+    "words": _words,
 }

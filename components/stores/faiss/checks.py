@@ -126,12 +126,17 @@ def check_manifest(manifest: dict[str, Any], path: Path, settings: dict[str, Any
         "metric": manifest["metric"] not in METRICS,
         "index_factory": not isinstance(manifest["index_factory"], str),
         "info": not isinstance(manifest["info"], dict),
-        **{name: (value is not None or name in ("next_row", "documents"))
-           and (isinstance(value, bool) or not isinstance(value, int) or value < 0) for name, value in counts.items()},
+        **{
+            name: (value is not None or name in ("next_row", "documents"))
+            and (isinstance(value, bool) or not isinstance(value, int) or value < 0)
+            for name, value in counts.items()
+        },
     }
     for name, bad in problems.items():
         if bad:
-            raise DocumentStoreError(f"{path}: field {name!r} is {manifest[name]!r}"[:300] + ", which this store never writes")
+            raise DocumentStoreError(
+                f"{path}: field {name!r} is {manifest[name]!r}"[:300] + ", which this store never writes"
+            )
     for name, given in settings.items():
         if given is not None and manifest[name] is not None and given != manifest[name]:
             raise ValueError(

@@ -46,8 +46,14 @@ class RowWrites:
             check_finite(sample, lambda row: f"{source} row {picks[row]}")
             vectors.train(sample)
 
-    def _write(self, documents: Sequence[Document], texts: Sequence[str], vectors: np.ndarray, vector_of: np.ndarray,
-               policy: DuplicatePolicy) -> int:
+    def _write(
+        self,
+        documents: Sequence[Document],
+        texts: Sequence[str],
+        vectors: np.ndarray,
+        vector_of: np.ndarray,
+        policy: DuplicatePolicy,
+    ) -> int:
         """Apply ``policy``, then insert the surviving documents under new rows and index their vectors."""
         table = self._table
         policy = DuplicatePolicy(policy)
