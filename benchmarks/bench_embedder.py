@@ -20,9 +20,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from _timing import median_seconds_abba
 from haystack import Document
 
-from _timing import median_seconds_abba  # noqa: E402
 from components.converters import JSONLCorpusReader
 from components.embedders import SentenceTransformersDocumentEmbedder
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import faiss
 import numpy as np
+from _timing import median_seconds_abba
 from haystack import Document
 
-from _timing import median_seconds_abba
 from components.retrievers import FAISSBatchEmbeddingRetriever, FAISSEmbeddingRetriever
 from components.stores import FAISSDocumentStore
 

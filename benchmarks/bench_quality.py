@@ -22,15 +22,15 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from components.converters import JSONLCorpusReader  # noqa: E402
-from components.embedders import (  # noqa: E402
+from components.converters import JSONLCorpusReader
+from components.embedders import (
     SentenceTransformersBatchTextEmbedder,
     SentenceTransformersDocumentEmbedder,
     resolve_model,
 )
-from components.retrievers import FAISSBatchEmbeddingRetriever  # noqa: E402
-from components.stores import FAISSDocumentStore  # noqa: E402
-from needle.eval import evaluate_run, load_beir, run_from_rankings  # noqa: E402
+from components.retrievers import FAISSBatchEmbeddingRetriever
+from components.stores import FAISSDocumentStore
+from needle.eval import evaluate_run, load_beir, run_from_rankings
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"

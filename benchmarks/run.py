@@ -25,7 +25,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -84,7 +84,7 @@ def run_module(name: str, path: Path, size: str) -> Outcome:
         if not callable(getattr(module, "run", None)):
             raise TypeError(f"{path.name} has no function run(size: str = 'small') -> list[dict]")
         rows = check_rows(module.run(size), path.name)
-    except Exception as error:  # noqa: BLE001 - one broken benchmark must not hide the others
+    except Exception as error:
         traceback.print_exc(file=sys.stderr)
         message = " ".join(str(error).split()) or "(no message)"
         return Outcome(name, time.perf_counter() - start, error=f"{type(error).__name__}: {message}")
@@ -121,7 +121,7 @@ def format_markdown(outcomes: list[Outcome], size: str) -> str:
     lines = [
         "# Benchmark results",
         "",
-        f"Size `{size}`, run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()} "
+        f"Size `{size}`, run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()} "
         f"with {os.cpu_count()} CPU cores, Python {platform.python_version()}. "
         "Ours / peer > 1 means ours is higher: faster for throughput, slower for latency units.",
         "",

@@ -211,7 +211,7 @@ def run_cli(func: Callable[[argparse.Namespace], None], args: argparse.Namespace
     """Run a sub-command, turning user errors into one line on stderr."""
     try:
         func(args)
-    except Exception as raised:  # noqa: BLE001 - anything that is not a user error is re-raised below
+    except Exception as raised:
         e = user_error(raised)
         if e is None or os.environ.get("NEEDLE_DEBUG"):
             raise

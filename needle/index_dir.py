@@ -13,7 +13,7 @@ Layout of one generation (see ``needle.index_generations`` for the directory aro
 """
 
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ class IndexManifest:
     model: str | None = None
     dim: int | None = None
     bm25_lang: str | None = None
-    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
 
     def recorded(self) -> dict[str, Any]:

@@ -4,16 +4,6 @@ import pytest
 from haystack import Document
 from haystack.document_stores.errors import DuplicateDocumentError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
-from haystack.testing.document_store_async import (
-    CountDocumentsAsyncTest,
-    CountDocumentsByFilterAsyncTest,
-    DeleteAllAsyncTest,
-    DeleteByFilterAsyncTest,
-    DeleteDocumentsAsyncTest,
-    FilterDocumentsAsyncTest,
-    UpdateByFilterAsyncTest,
-    WriteDocumentsAsyncTest,
-)
 from haystack.testing.document_store import (
     CountDocumentsByFilterTest,
     CountDocumentsTest,
@@ -23,6 +13,16 @@ from haystack.testing.document_store import (
     FilterDocumentsTest,
     UpdateByFilterTest,
     WriteDocumentsTest,
+)
+from haystack.testing.document_store_async import (
+    CountDocumentsAsyncTest,
+    CountDocumentsByFilterAsyncTest,
+    DeleteAllAsyncTest,
+    DeleteByFilterAsyncTest,
+    DeleteDocumentsAsyncTest,
+    FilterDocumentsAsyncTest,
+    UpdateByFilterAsyncTest,
+    WriteDocumentsAsyncTest,
 )
 
 from components.stores.bm25.document_store import BM25DocumentStore

@@ -2,12 +2,12 @@
 
 import json
 import os
-from dataclasses import replace
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np

@@ -9,8 +9,8 @@ import math
 import struct
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -63,7 +63,7 @@ def _write_dataset(root: Path) -> Path:
     return root
 
 
-@pytest.fixture()
+@pytest.fixture
 def beir_dir(tmp_path: Path) -> Path:
     return _write_dataset(tmp_path / "toy")
 
@@ -351,7 +351,7 @@ BROKEN_BENCH = 'def run(size: str = "small"):\n    raise RuntimeError("boom at "
 BAD_ROWS_BENCH = 'def run(size: str = "small"):\n    return [{"benchmark": "x", "unit": "s"}]\n'
 
 
-@pytest.fixture()
+@pytest.fixture
 def runner():
     spec = importlib.util.spec_from_file_location("needle_bench_runner", REPO / "benchmarks" / "run.py")
     module = importlib.util.module_from_spec(spec)
@@ -361,7 +361,7 @@ def runner():
     del sys.modules[spec.name]
 
 
-@pytest.fixture()
+@pytest.fixture
 def bench_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "benches"
     folder.mkdir()

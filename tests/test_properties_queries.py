@@ -17,13 +17,13 @@ import torch
 from haystack import Document
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_rankers_local import minilm_cross_encoder  # noqa: F401  (a session fixture: the tiny cross-encoder)
 
 from components.checks import check_query
 from components.embedders import SentenceTransformersDocumentEmbedder, SentenceTransformersTextEmbedder
 from components.rankers import LocalCrossEncoderRanker, MixRetrieveRanker
 from components.retrievers import BM25BatchRetriever, BM25Retriever, FAISSEmbeddingRetriever
 from components.stores import BM25DocumentStore, FAISSDocumentStore
-from test_rankers_local import minilm_cross_encoder  # noqa: F401  (a session fixture: the tiny cross-encoder)
 
 MIB = 1024 * 1024
 PASSAGES = [

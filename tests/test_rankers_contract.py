@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from haystack import Document
 
+from components.checks import MAX_QUERY_CHARS, MAX_TOP_K
 from components.rankers import (
     LocalCrossEncoderRanker,
     MixRetrieveRanker,
@@ -15,7 +16,6 @@ from components.rankers import (
     TEIRanker,
     create_reranker,
 )
-from components.checks import MAX_QUERY_CHARS, MAX_TOP_K
 from components.rankers.reranker_base import TEXT_MAX_CHARS, TEXTS_MAX_COUNT
 
 MIB = 1024 * 1024

@@ -15,11 +15,10 @@ import pytest
 import torch
 from haystack import Document, Pipeline
 from haystack.utils import ComponentDevice
+from model_home import MODELS
 
 import components  # noqa: F401 - registers our modules with Haystack's deserialization allowlist
 from components.rankers import LocalCrossEncoderRanker, create_reranker
-
-from model_home import MODELS  # noqa: E402  (tests/ is on sys.path under pytest)
 
 QUERY = "how do cats purr"
 TEXTS = [

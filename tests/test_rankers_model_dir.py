@@ -7,14 +7,12 @@ They live under tests/model_home.py's MODELS (the user's cache), because /tmp it
 import os
 import shutil
 import uuid
-from pathlib import Path
 
 import pytest
+from model_home import MODELS
 
 from components.rankers import LocalCrossEncoderRanker, ModelDirError
 from components.rankers.model_dir_checks import check_model_dir, check_model_path
-
-from model_home import MODELS  # noqa: E402  (tests/ is on sys.path under pytest)
 
 
 @pytest.fixture

@@ -1,16 +1,17 @@
 """Opening a pipeline file or a saved index never runs code named in it; tampered manifests are refused by field."""
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from haystack import Pipeline
 from haystack.document_stores.errors import DocumentStoreError
+from test_store_helpers import doc
 
 from components.stores.bm25.document_store import BM25DocumentStore
 from components.stores.faiss.document_store import FAISSDocumentStore
-from test_store_helpers import doc
 
 PIPELINE = """
 components:

@@ -10,7 +10,6 @@ from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from test_store_helpers import KINDS, doc, make_store, state
 
 IDS = st.sampled_from(["a", "b", "c", "d"])

@@ -1,6 +1,5 @@
 """A BM25 index over a FAISS store's corpus: one copy of the documents in memory, and a pair that can be moved."""
 
-import json
 import random
 import shutil
 import subprocess
@@ -9,7 +8,6 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-import pytest
 from haystack import Document
 
 from components.stores.bm25.document_store import BM25DocumentStore

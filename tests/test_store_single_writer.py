@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from haystack.document_stores.errors import DocumentStoreError
+from test_store_helpers import KINDS, doc, make_store, search, state
 
 from components.stores.directory_lock import DirectoryLockedError
-from test_store_helpers import KINDS, doc, make_store, search, state
 
 REPO = Path(__file__).resolve().parent.parent
 HOLD_LOCK = textwrap.dedent(

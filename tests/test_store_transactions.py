@@ -1,13 +1,13 @@
 """A failed write, delete or update leaves either store exactly as it was, in memory and on disk; later writes work."""
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.document_stores.types import DuplicatePolicy
-
 from test_store_helpers import KINDS, doc, file_size_limit, fingerprint, make_store, search, state
 
 DOCS = [

@@ -101,7 +101,7 @@ class SentenceTransformersDocumentEmbedder(
         if embedding_path is not None and precision != "float32":
             raise ValueError(f"embedding_path stores float32 only; precision must be 'float32', got {precision!r}")
         # Explicit super(): @component rebuilds the class, so bare super() would name the pre-decorator class.
-        super(SentenceTransformersDocumentEmbedder, self).__init__(
+        super(SentenceTransformersDocumentEmbedder, self).__init__(  # noqa: UP008 (see above)
             model=model,
             device=device,
             token=token,
@@ -133,7 +133,7 @@ class SentenceTransformersDocumentEmbedder(
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component: Haystack's parameters plus ours (the token stays an env-var reference)."""
-        data = super(SentenceTransformersDocumentEmbedder, self).to_dict()
+        data = super(SentenceTransformersDocumentEmbedder, self).to_dict()  # noqa: UP008 (@component rebuilds the class)
         data["init_parameters"].update(
             prompt_name=self.prompt_name,
             task=self.task,

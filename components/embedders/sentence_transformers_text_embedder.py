@@ -85,7 +85,7 @@ class SentenceTransformersTextEmbedder(SentenceTransformersEncodingMixin, Haysta
         if not isinstance(query_instruction, str):
             raise ValueError(f"query_instruction must be a string, got {query_instruction!r}")
         # Explicit super(): @component rebuilds the class, so bare super() would name the pre-decorator class.
-        super(SentenceTransformersTextEmbedder, self).__init__(
+        super(SentenceTransformersTextEmbedder, self).__init__(  # noqa: UP008 (see above)
             model=model,
             device=device,
             token=token,
@@ -113,7 +113,7 @@ class SentenceTransformersTextEmbedder(SentenceTransformersEncodingMixin, Haysta
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component: Haystack's parameters plus ours (the token stays an env-var reference)."""
-        data = super(SentenceTransformersTextEmbedder, self).to_dict()
+        data = super(SentenceTransformersTextEmbedder, self).to_dict()  # noqa: UP008 (@component rebuilds the class)
         data["init_parameters"].update(
             query_instruction=self.query_instruction,
             prompt_name=self.prompt_name,

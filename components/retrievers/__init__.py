@@ -15,9 +15,9 @@ _import_structure = {
 }
 
 if TYPE_CHECKING:
-    from .faiss import FAISSEmbeddingRetriever as FAISSEmbeddingRetriever
-    from .faiss import FAISSBatchEmbeddingRetriever as FAISSBatchEmbeddingRetriever
-    from .bm25 import BM25Retriever as BM25Retriever
     from .bm25 import BM25BatchRetriever as BM25BatchRetriever
+    from .bm25 import BM25Retriever as BM25Retriever
+    from .faiss import FAISSBatchEmbeddingRetriever as FAISSBatchEmbeddingRetriever
+    from .faiss import FAISSEmbeddingRetriever as FAISSEmbeddingRetriever
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

@@ -15,7 +15,7 @@ _import_structure = {
 }
 
 if TYPE_CHECKING:
-    from .faiss import FAISSDocumentStore as FAISSDocumentStore
     from .bm25 import BM25DocumentStore as BM25DocumentStore
+    from .faiss import FAISSDocumentStore as FAISSDocumentStore
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

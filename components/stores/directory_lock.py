@@ -12,7 +12,7 @@ import json
 import os
 import socket
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -81,7 +81,7 @@ class DirectoryLock:
             "host": socket.gethostname(),
             "purpose": self.purpose,
             "command": " ".join(sys.argv)[:300],
-            "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, json.dumps(holder).encode("utf-8"), 0)

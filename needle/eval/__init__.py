@@ -27,10 +27,10 @@ from needle.eval.report import (
 )
 
 __all__ = [
+    "HEADLINE_METRICS",
     "BeirDataset",
     "DatasetError",
     "EvalResult",
-    "HEADLINE_METRICS",
     "ResultFileError",
     "RunScores",
     "evaluate_run",

@@ -18,9 +18,10 @@ Every problem is a :class:`DatasetError` whose one-line message names the file, 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from components.converters.jsonl_corpus_reader import iter_corpus
 from components.converters.jsonl_lines import CorpusFormatError, iter_json_objects

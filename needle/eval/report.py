@@ -23,9 +23,10 @@ JSON schema (``needle eval --json FILE``), one object, keys always present and i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from needle.eval.metrics import HEADLINE_METRICS, RECALL_CURVE_DEPTH, RunScores
 

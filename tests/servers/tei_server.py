@@ -110,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
     server: "RerankServer"
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Keep test output quiet."""
 
     def _send(

@@ -15,7 +15,7 @@ _import_structure = {
 }
 
 if TYPE_CHECKING:
-    from .retriever import BM25Retriever as BM25Retriever
     from .batch_retriever import BM25BatchRetriever as BM25BatchRetriever
+    from .retriever import BM25Retriever as BM25Retriever
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

@@ -6,7 +6,7 @@ from typing import Any
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
-from components.checks import check_queries, check_query
+from components.checks import check_queries
 from components.retrievers.retriever_common import StoreRetrieverBase
 from components.stores.bm25.document_store import BM25DocumentStore
 

@@ -15,7 +15,7 @@ _import_structure = {
 }
 
 if TYPE_CHECKING:
-    from .embedding_retriever import FAISSEmbeddingRetriever as FAISSEmbeddingRetriever
     from .batch_embedding_retriever import FAISSBatchEmbeddingRetriever as FAISSBatchEmbeddingRetriever
+    from .embedding_retriever import FAISSEmbeddingRetriever as FAISSEmbeddingRetriever
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

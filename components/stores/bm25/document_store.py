@@ -1,7 +1,6 @@
 """A Haystack document store searched with BM25 through bm25s: English, Chinese, persisted, incremental."""
 
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,8 @@ from components.checks import check_filters, check_queries, check_query, check_t
 from components.stores.async_twins import DocumentStoreAsyncTwins, twin
 from components.stores.bm25.document_table import JsonlDocumentTable
 from components.stores.bm25.documents import StoredDocuments, apply_policy, as_hit, copied
-from components.stores.bm25.index import BM25Index
 from components.stores.bm25.generation_files import document_table, write_generation
+from components.stores.bm25.index import BM25Index
 from components.stores.bm25.persistence import GENERATIONS, MANIFEST
 from components.stores.bm25.segments import BM25Params, MainSegment
 from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init

@@ -1,7 +1,7 @@
 """What a BM25 store writes into a generation directory, and where a loaded one reads its documents from."""
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ def write_generation(
         if shared is None:
             write_documents_file(directory, documents(main.ids))
     return {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "documents": main.n_docs if main else 0,
         "tokenizer": {"lang": settings["lang"], "tokenizer": tokenizer_name(settings["tokenizer"])},
         "bm25": {name: settings[name] for name in ("method", "k1", "b", "delta")},

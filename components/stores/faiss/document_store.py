@@ -24,9 +24,9 @@ from components.stores.faiss.checks import (
     check_queries,
     stack_embeddings,
 )
+from components.stores.faiss.row_writes import RowWrites
 from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
-from components.stores.faiss.row_writes import RowWrites
 from components.stores.faiss.vector_index import FAISSVectorIndex
 from components.stores.transactions import SingleWriter, TransactionalStore
 
@@ -296,7 +296,7 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
         self.embedding_dim = embedding_dim
         try:
             self._ready()
-        except Exception:  # noqa: BLE001 - the caller gets the original error; the next call retries the load
+        except Exception:
             self._table = None
 
     def _ready(self) -> SQLiteDocumentTable:
