@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 INF_VENV := .venv-infinity
 INF_STAMP := $(INF_VENV)/.installed
 
-.PHONY: run test install bench clean
+.PHONY: run test lint install bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,12 @@ run: $(STAMP)
 
 test: $(STAMP) $(INF_STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+# The checks CI runs before the tests: lint, formatting and types. Any finding fails.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/run.py
