@@ -72,7 +72,7 @@ def best_seconds(*actions: Callable[[], object], rounds: int = ROUNDS) -> list[f
     """
     times: list[list[float]] = [[] for _ in actions]
     for _ in range(rounds):
-        for action, spent in zip(actions, times):
+        for action, spent in zip(actions, times, strict=True):
             start = time.perf_counter()
             action()
             spent.append(time.perf_counter() - start)

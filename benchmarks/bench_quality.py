@@ -85,7 +85,7 @@ def run(size: str = "small") -> list[dict]:
         corpus = corpus_subset(size, judged, Path(tmp) / "corpus.jsonl")
         n_docs = sum(1 for _ in corpus.open(encoding="utf-8"))
         scores = {
-            name: evaluate_run(run_from_rankings(dict(zip(qids, rank(corpus, texts)))), dataset.qrels)
+            name: evaluate_run(run_from_rankings(dict(zip(qids, rank(corpus, texts), strict=True))), dataset.qrels)
             for name, rank in (("ours", ours), ("raw", raw))
         }
     ndcg = {name: s.metrics["ndcg@10"] for name, s in scores.items()}

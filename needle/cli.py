@@ -61,7 +61,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps([as_hits(docs) for docs in results], ensure_ascii=False))
         return
-    for query, docs in zip(args.queries, results):
+    for query, docs in zip(args.queries, results, strict=True):
         print(f"\n{query}  [{searcher.mode}]")
         for rank, doc in enumerate(docs, 1):
             snippet = " ".join((doc.content or "").split())[:110]

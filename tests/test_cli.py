@@ -39,12 +39,15 @@ def test_index_writes_manifest_embeddings_and_pipelines_into_one_generation(samp
     generation = live_generation(sample_index)
     manifest = json.loads((generation / "manifest.json").read_text())
     n_lines = sum(1 for _ in SAMPLE.open())
-    assert manifest["documents"] == n_lines and manifest["corpus"] == SAMPLE.name
-    assert manifest["dim"] == 384 and manifest["modes"] == ["dense", "bm25"]
+    assert manifest["documents"] == n_lines
+    assert manifest["corpus"] == SAMPLE.name
+    assert manifest["dim"] == 384
+    assert manifest["modes"] == ["dense", "bm25"]
     import numpy as np
 
     emb = np.load(generation / "embeddings.npy")
-    assert emb.shape == (n_lines, 384) and emb.dtype == np.float32
+    assert emb.shape == (n_lines, 384)
+    assert emb.dtype == np.float32
     for mode in ("dense", "bm25", "hybrid", "rrf"):
         assert (generation / f"{mode}_search.yaml").is_file()
     assert sorted(p.name for p in sample_index.iterdir()) == ["CURRENT", "LOCK", generation.name]
@@ -56,7 +59,8 @@ def test_generation_pipelines_load_with_the_index_directory_as_working_directory
     from haystack import Pipeline
 
     text = (live_generation(sample_index) / "bm25_search.yaml").read_text()
-    assert str(sample_index) not in text and str(sample_index.resolve()) not in text
+    assert str(sample_index) not in text
+    assert str(sample_index.resolve()) not in text
     monkeypatch.chdir(sample_index)
     docs = Pipeline.loads(text).run({"retriever": {"query": "read and write ZIP files"}})["retriever"]["documents"]
     assert docs[0].id.startswith("zipfile")
@@ -65,7 +69,8 @@ def test_generation_pipelines_load_with_the_index_directory_as_working_directory
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
 def test_search_finds_the_module_that_answers(sample_index: Path, capsys: pytest.CaptureFixture, mode: str) -> None:
     hits = run_json(capsys, str(sample_index), "parse command line arguments and options", "--mode", mode)
-    assert len(hits) == 1 and len(hits[0]) == 5
+    assert len(hits) == 1
+    assert len(hits[0]) == 5
     assert set(hits[0][0]) == {"id", "score", "content"}
     assert any(h["id"].startswith(("argparse", "getopt", "optparse")) for h in hits[0][:3])
     scores = [h["score"] for h in hits[0]]
@@ -82,7 +87,8 @@ def test_default_mode_is_hybrid_when_both_parts_exist(sample_index: Path, capsys
     capsys.readouterr()
     assert main(["search", str(sample_index), "regular expressions"]) == 0
     out = capsys.readouterr().out
-    assert "[hybrid]" in out and "re-0" in out
+    assert "[hybrid]" in out
+    assert "re-0" in out
 
 
 def test_missing_corpus_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -94,7 +100,9 @@ def test_missing_corpus_is_one_line_error(tmp_path: Path, capsys: pytest.Capture
 def test_missing_index_dir_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["search", str(tmp_path / "missing"), "q"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "index directory not found" in err and "missing" in err
+    assert err.count("\n") == 1
+    assert "index directory not found" in err
+    assert "missing" in err
 
 
 def test_bad_corpus_line_is_reported_with_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -102,13 +110,16 @@ def test_bad_corpus_line_is_reported_with_file_and_line(tmp_path: Path, capsys: 
     corpus.write_text('{"id": "a", "contents": "fine"}\n{"id": "b", "contents": \n', encoding="utf-8")
     assert main(["index", str(corpus), "--out", str(tmp_path / "ix")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "bad.jsonl" in err and "line 2" in err
+    assert err.count("\n") == 1
+    assert "bad.jsonl" in err
+    assert "line 2" in err
 
 
 def test_index_built_with_another_model_is_refused(sample_index: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["search", str(sample_index), "q", "--model", "BAAI/bge-small-en-v1.5"]) == 2
     err = capsys.readouterr().err
-    assert "built with model sentence-transformers/all-MiniLM-L6-v2" in err and "bge-small" in err
+    assert "built with model sentence-transformers/all-MiniLM-L6-v2" in err
+    assert "bge-small" in err
 
 
 def test_index_of_another_dimension_is_refused(
@@ -136,9 +147,12 @@ def test_bm25_only_index_searches_without_a_model(tmp_path: Path, capsys: pytest
 
 def test_console_script_prints_no_traceback(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("needle")
-    proc = subprocess.run([str(exe), "search", str(tmp_path / "none"), "q"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(exe), "search", str(tmp_path / "none"), "q"], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 2
-    assert "Traceback" not in proc.stderr and proc.stderr.startswith("needle: error:")
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("needle: error:")
 
 
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid", "rrf"])
@@ -153,13 +167,16 @@ def test_query_and_top_k_follow_one_rule_in_every_mode(
         capsys.readouterr()
         assert main(["search", str(sample_index), *argv, "--mode", mode]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith("needle: error:") and expected in err, err
+        assert err.count("\n") == 1, err
+        assert err.startswith("needle: error:"), err
+        assert expected in err, err
     for top_k in ("10001", "0", "two"):
         with pytest.raises(SystemExit) as exit_:
             main(["search", str(sample_index), "q", "--mode", mode, "--top-k", top_k])
         assert exit_.value.code == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "--top-k: must be an integer in [1, 10000]" in err, err
+        assert err.count("\n") == 1, err
+        assert "--top-k: must be an integer in [1, 10000]" in err, err
 
 
 def test_top_k_at_the_limit_is_accepted(sample_index: Path, capsys: pytest.CaptureFixture) -> None:
@@ -169,13 +186,22 @@ def test_top_k_at_the_limit_is_accepted(sample_index: Path, capsys: pytest.Captu
 
 def test_invalid_utf8_in_a_query_is_one_line_from_the_console_script(sample_index: Path) -> None:
     exe = Path(sys.executable).with_name("needle")
-    proc = subprocess.run([str(exe), "search", str(sample_index), b"caf\xff", "--mode", "bm25"], capture_output=True)
+    proc = subprocess.run(
+        [str(exe), "search", str(sample_index), b"caf\xff", "--mode", "bm25"], capture_output=True, check=False
+    )
     err = proc.stderr.decode("utf-8", "replace")
-    assert proc.returncode == 2 and err.count("\n") == 1 and "not valid Unicode" in err and "Traceback" not in err
+    assert proc.returncode == 2
+    assert err.count("\n") == 1
+    assert "not valid Unicode" in err
+    assert "Traceback" not in err
 
 
 def test_needle_debug_shows_the_traceback(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("needle")
     env = {**os.environ, "NEEDLE_DEBUG": "1"}
-    proc = subprocess.run([str(exe), "search", str(tmp_path / "none"), "q"], capture_output=True, text=True, env=env)
-    assert proc.returncode != 0 and "Traceback" in proc.stderr and "index directory not found" in proc.stderr
+    proc = subprocess.run(
+        [str(exe), "search", str(tmp_path / "none"), "q"], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr
+    assert "index directory not found" in proc.stderr

@@ -56,9 +56,11 @@ def test_eval_reports_metrics_json_and_plot(dataset: Path, tmp_path: Path, mode:
     ]
     assert main(argv) == 0
     result = json.loads(out.read_text())
-    assert result["n_queries"] == 6 and result["mode"] == mode
+    assert result["n_queries"] == 6
+    assert result["mode"] == mode
     assert result["metrics"]["ndcg@10"] > 0.8, result["metrics"]
-    assert result["queries_per_second"] > 0 and result["index_build_seconds"] > 0
+    assert result["queries_per_second"] > 0
+    assert result["index_build_seconds"] > 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(run.read_text().splitlines()) >= 6 * 10
     assert "nDCG@10" in capsys.readouterr().out
@@ -84,7 +86,8 @@ def test_second_dense_eval_reuses_the_embeddings(dataset: Path, tmp_path: Path) 
         )
     first = json.loads((tmp_path / "first.json").read_text())
     second = json.loads((tmp_path / "second.json").read_text())
-    assert first["embedding_cache_hit"] is False and second["embedding_cache_hit"] is True
+    assert first["embedding_cache_hit"] is False
+    assert second["embedding_cache_hit"] is True
     assert second["metrics"] == first["metrics"]
 
 
@@ -122,7 +125,8 @@ def test_compare_puts_runs_side_by_side(dataset: Path, tmp_path: Path, capsys) -
         == 0
     )
     table = capsys.readouterr().out
-    assert "run-bm25" in table and "run-dense" in table
+    assert "run-bm25" in table
+    assert "run-dense" in table
     assert (tmp_path / "cmp.png").stat().st_size > 10_000
 
 
@@ -141,7 +145,8 @@ def test_pipeline_without_query_input_is_one_line_error(dataset: Path, tmp_path:
     bad.write_text("components: {}\nconnections: []\ninputs:\n  text: a.b\noutputs:\n  docs: a.documents\n")
     assert main(["eval", str(dataset), "--pipeline", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "must declare a `query` input and a `documents` output" in err
+    assert err.count("\n") == 1
+    assert "must declare a `query` input and a `documents` output" in err
 
 
 def test_missing_qrels_is_one_line_error(tmp_path: Path, capsys) -> None:
@@ -149,4 +154,5 @@ def test_missing_qrels_is_one_line_error(tmp_path: Path, capsys) -> None:
     (tmp_path / "queries.jsonl").write_text('{"_id": "q", "text": "x"}\n')
     assert main(["eval", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "test.tsv" in err
+    assert err.count("\n") == 1
+    assert "test.tsv" in err

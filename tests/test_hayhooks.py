@@ -46,7 +46,8 @@ def test_each_mode_answers_with_hayhooks_result_shape(server: Server, name: str)
     answer = server.post_json(f"/{name}/run", {"query": "read and write ZIP files"})
     assert answer.status == 200, answer.body[:500]
     docs = answer.json()["result"][ANSWERING[name]]["documents"]
-    assert len(docs) == 5 and docs[0]["id"].startswith("zipfile")
+    assert len(docs) == 5
+    assert docs[0]["id"].startswith("zipfile")
 
 
 @pytest.mark.parametrize("name", sorted(ANSWERING))
@@ -58,7 +59,8 @@ def test_request_top_k_sets_the_number_of_hits(server: Server, name: str) -> Non
 
 def test_status_lists_exactly_the_index_pipelines(server: Server) -> None:
     status = server.request("GET", "/status").json()
-    assert status["status"] == "Up!" and set(status["pipelines"]) == set(ANSWERING)
+    assert status["status"] == "Up!"
+    assert set(status["pipelines"]) == set(ANSWERING)
 
 
 def test_openapi_lists_only_query_routes(server: Server) -> None:
@@ -121,7 +123,9 @@ def test_no_cors_headers_without_cors_origin(server: Server) -> None:
     )
     simple = server.request("GET", "/status", headers={"Origin": "http://evil.example"})
     posted = server.post_json("/dense_search/run", {"query": "zip"}, headers={"Origin": "http://evil.example"})
-    assert preflight.status == 405 and simple.status == 200 and posted.status == 200
+    assert preflight.status == 405
+    assert simple.status == 200
+    assert posted.status == 200
     for answer in (preflight, simple, posted):
         assert not [name for name in answer.headers if name.startswith("access-control-")], answer.headers
 

@@ -119,7 +119,8 @@ def test_bm25_rebuilds_killed_at_random_points(tmp_path: Path) -> None:
     answers = {"b": answer(out)}
     index_in_process(corpora["a"], out, *flags)
     answers["a"] = answer(out)
-    assert answers["a"] != answers["b"] and all(json.loads(answers["a"]))
+    assert answers["a"] != answers["b"]
+    assert all(json.loads(answers["a"]))
     forked(time.sleep, 0).join()  # starts the fork server
     start = time.monotonic()
     forked(main, argv["a"][1:]).join()
@@ -137,9 +138,11 @@ def test_bm25_rebuilds_killed_at_random_points(tmp_path: Path) -> None:
         outcomes.append(check_after_kill(out, answers[state], answers[target]))
         state = rng.choice("ab")
         index_in_process(corpora[state], out, *flags)
-        assert answer(out) == answers[state] and not list(out.glob("*.partial"))
-    cli = subprocess.run([NEEDLE, "search", str(out), *QUERIES, "--json"], capture_output=True, text=True)
-    assert cli.returncode == 0 and cli.stdout == answers[state]
+        assert answer(out) == answers[state]
+        assert not list(out.glob("*.partial"))
+    cli = subprocess.run([NEEDLE, "search", str(out), *QUERIES, "--json"], capture_output=True, text=True, check=False)
+    assert cli.returncode == 0
+    assert cli.stdout == answers[state]
     print(f"{BM25_TRIALS} kills: {outcomes.count(False)} left the old index, {outcomes.count(True)} the new one")
 
 

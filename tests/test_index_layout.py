@@ -43,7 +43,8 @@ def one_line_error(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
     capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("needle: error: "), err
+    assert err.count("\n") == 1, err
+    assert err.startswith("needle: error: "), err
     return err
 
 
@@ -65,17 +66,20 @@ def test_rebuild_from_a_bad_corpus_leaves_the_old_index_answering_and_no_debris(
     bm25_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     before = search_json(capsys, bm25_index)
-    assert before[0] == 0 and json.loads(before[1])[0]
+    assert before[0] == 0
+    assert json.loads(before[1])[0]
     bad = corpus_slice(tmp_path, "bad.jsonl", 100, 130)
     bad.write_text(bad.read_text() + '{"id": "x", "contents": \n', encoding="utf-8")
     err = one_line_error(capsys, ["index", str(bad), "--out", str(bm25_index), "--bm25", "--no-dense", "--overwrite"])
-    assert "bad.jsonl" in err and "line 31" in err
+    assert "bad.jsonl" in err
+    assert "line 31" in err
     assert search_json(capsys, bm25_index) == before
     assert not list(bm25_index.glob("*.partial"))
     good = corpus_slice(tmp_path, "b.jsonl", 100, 130)
     assert main(["index", str(good), "--out", str(bm25_index), "--bm25", "--no-dense"]) == 0
     after = search_json(capsys, bm25_index)
-    assert after[0] == 0 and after[1] != before[1]
+    assert after[0] == 0
+    assert after[1] != before[1]
     assert sorted(p.name for p in bm25_index.iterdir() if p.name.startswith("gen-")) == ["gen-000001", "gen-000002"]
 
 
@@ -93,8 +97,10 @@ def test_a_full_disk_while_writing_leaves_the_old_index_and_no_debris(
         capture_output=True,
         text=True,
         preexec_fn=small_files_only,
+        check=False,
     )
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
     assert "failed, so the live index is unchanged" in proc.stderr
     assert search_json(capsys, bm25_index) == before
     assert not list(bm25_index.glob("*.partial"))
@@ -104,7 +110,8 @@ def test_out_naming_a_file_is_refused_and_the_file_kept(tmp_path: Path, capsys: 
     target = tmp_path / "notes.txt"
     target.write_text("mine")
     err = one_line_error(capsys, ["index", str(SAMPLE), "--out", str(target), "--bm25", "--no-dense"])
-    assert "is a file" in err and target.read_text() == "mine"
+    assert "is a file" in err
+    assert target.read_text() == "mine"
 
 
 def test_out_in_a_read_only_place_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -115,7 +122,8 @@ def test_out_in_a_read_only_place_is_one_line(tmp_path: Path, capsys: pytest.Cap
         locked.mkdir(mode=0o555)
         target = locked / "ix"
     err = one_line_error(capsys, ["index", str(SAMPLE), "--out", str(target), "--bm25", "--no-dense"])
-    assert f"cannot write the index directory {target}" in err and not target.exists()
+    assert f"cannot write the index directory {target}" in err
+    assert not target.exists()
 
 
 def test_a_strangers_directory_is_never_written_into(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -123,7 +131,8 @@ def test_a_strangers_directory_is_never_written_into(tmp_path: Path, capsys: pyt
     stranger.mkdir()
     (stranger / "holiday.jpg").write_bytes(b"\xff\xd8")
     err = one_line_error(capsys, ["index", str(SAMPLE), "--out", str(stranger), "--bm25", "--no-dense"])
-    assert "not empty and not a needle index" in err and "holiday.jpg" in err
+    assert "not empty and not a needle index" in err
+    assert "holiday.jpg" in err
     assert [p.name for p in stranger.iterdir()] == ["holiday.jpg"]
 
 
@@ -131,7 +140,8 @@ def test_a_store_directory_is_not_taken_for_an_index(bm25_index: Path, capsys: p
     store = generation(bm25_index) / "bm25"
     names = sorted(p.name for p in store.iterdir())
     err = one_line_error(capsys, ["index", str(SAMPLE), "--out", str(store), "--bm25", "--no-dense"])
-    assert "not a needle index" in err and sorted(p.name for p in store.iterdir()) == names
+    assert "not a needle index" in err
+    assert sorted(p.name for p in store.iterdir()) == names
 
 
 def test_an_empty_directory_is_fine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -153,7 +163,7 @@ def test_an_empty_directory_is_fine(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.parametrize(
-    "damage, message",
+    ("damage", "message"),
     [
         (lambda ix: (ix / "CURRENT").write_text("gen-000009\n"), "gen-000009: missing"),
         (lambda ix: (ix / "CURRENT").write_text("garbage\n"), "CURRENT: corrupted"),
@@ -167,11 +177,12 @@ def test_a_broken_index_is_a_one_line_error_never_an_empty_answer(
 ) -> None:
     damage(bm25_index)
     err = one_line_error(capsys, ["search", str(bm25_index), "thread", "--json"])
-    assert message in err and "rebuild it with `needle index" in err
+    assert message in err
+    assert "rebuild it with `needle index" in err
 
 
 @pytest.mark.parametrize(
-    "field, value, message",
+    ("field", "value", "message"),
     [
         ("documents", 41, "lists 41 documents but the store of `retriever` holds 40"),
         ("documents", "many", "documents must be a count"),
@@ -229,12 +240,15 @@ def test_embeddings_are_carried_over_while_model_and_corpus_match(
     first = generation(out) / "embeddings.npy"
     assert main(["index", str(corpus), "--out", str(out)]) == 0
     second = generation(out) / "embeddings.npy"
-    assert second != first and second.stat().st_ino == first.stat().st_ino  # linked: not re-encoded, not copied
+    assert second != first
+    assert second.stat().st_ino == first.stat().st_ino  # linked: not re-encoded, not copied
     before = search_json(capsys, out, "--mode", "dense")
     other = corpus_slice(tmp_path, "b.jsonl", 50, 62)
     err = one_line_error(capsys, ["index", str(other), "--out", str(out)])
-    assert "rerun with --overwrite" in err and "differ" in err
-    assert search_json(capsys, out, "--mode", "dense") == before and not list(out.glob("*.partial"))
+    assert "rerun with --overwrite" in err
+    assert "differ" in err
+    assert search_json(capsys, out, "--mode", "dense") == before
+    assert not list(out.glob("*.partial"))
     assert main(["index", str(other), "--out", str(out), "--overwrite"]) == 0
     assert (generation(out) / "embeddings.npy").stat().st_ino != second.stat().st_ino
     assert search_json(capsys, out, "--mode", "dense")[1] != before[1]

@@ -68,12 +68,17 @@ def test_a_second_writer_fails_at_once_naming_the_holder(tmp_path: Path) -> None
         wait_for_holder(index, first.pid, first)
         os.kill(first.pid, signal.SIGSTOP)  # hold the first writer inside its build while the second one tries
         second = subprocess.run(
-            [NEEDLE, "index", str(SAMPLE), "--out", str(index), "--bm25", "--no-dense"], capture_output=True, text=True
+            [NEEDLE, "index", str(SAMPLE), "--out", str(index), "--bm25", "--no-dense"],
+            capture_output=True,
+            text=True,
+            check=False,
         )
     finally:
         os.kill(first.pid, signal.SIGCONT)
-    assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
-    assert f"is locked by another writer (pid {first.pid} on" in second.stderr and "Traceback" not in second.stderr
+    assert second.returncode == 2, second.stderr
+    assert second.stderr.count("\n") == 1, second.stderr
+    assert f"is locked by another writer (pid {first.pid} on" in second.stderr
+    assert "Traceback" not in second.stderr
     _, err = first.communicate()
     assert first.returncode == 0, err
     assert_whole(index, 30)
@@ -92,11 +97,13 @@ def test_two_writers_started_together_leave_one_whole_index(tmp_path: Path) -> N
         for n, c in corpora.items()
     }
     results = {n: (p.wait(), p.communicate()[1]) for n, p in procs.items()}
-    assert all(code in (0, 2) for code, _ in results.values()) and any(code == 0 for code, _ in results.values())
+    assert all(code in (0, 2) for code, _ in results.values())
+    assert any(code == 0 for code, _ in results.values())
     for n, (code, err) in results.items():
         if code == 2:  # lost the race: it names the winner and wrote nothing
             other = next(p for m, p in procs.items() if m != n)
-            assert f"pid {other.pid}" in err and err.count("\n") == 1, err
+            assert f"pid {other.pid}" in err, err
+            assert err.count("\n") == 1, err
     winners = [n for n, (code, _) in results.items() if code == 0]
     # both succeed only one after the other; the later one is then the live index
     live = IndexManifest.load(index).documents
@@ -112,7 +119,9 @@ def test_searches_during_rebuilds_always_get_a_whole_answer(tmp_path: Path) -> N
         with contextlib.redirect_stdout(io.StringIO()):
             assert main(["index", str(corpus), "--out", str(index), "--bm25", "--no-dense", "--overwrite"]) == 0
         answers.append([as_hits(hits) for hits in Searcher(index, mode="bm25").search(QUERIES)])
-    assert answers[0] != answers[1] and all(answers[0]) and all(answers[1])
+    assert answers[0] != answers[1]
+    assert all(answers[0])
+    assert all(answers[1])
     codes: list[int] = []
 
     def rebuild() -> None:
@@ -121,6 +130,7 @@ def test_searches_during_rebuilds_always_get_a_whole_answer(tmp_path: Path) -> N
                 subprocess.run(
                     [NEEDLE, "index", str(corpus), "--out", str(index), "--bm25", "--no-dense", "--overwrite"],
                     capture_output=True,
+                    check=False,
                 ).returncode
             )
 
@@ -132,6 +142,10 @@ def test_searches_during_rebuilds_always_get_a_whole_answer(tmp_path: Path) -> N
         assert got in answers, "a search during a rebuild got neither corpus's answer"
         seen.append(answers.index(got))
     writer.join()
-    assert codes == [0, 0, 0, 0] and seen
-    cli = subprocess.run([NEEDLE, "search", str(index), *QUERIES, "--json"], capture_output=True, text=True)
-    assert cli.returncode == 0 and json.loads(cli.stdout) == answers[1]
+    assert codes == [0, 0, 0, 0]
+    assert seen
+    cli = subprocess.run(
+        [NEEDLE, "search", str(index), *QUERIES, "--json"], capture_output=True, text=True, check=False
+    )
+    assert cli.returncode == 0
+    assert json.loads(cli.stdout) == answers[1]

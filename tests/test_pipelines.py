@@ -18,10 +18,11 @@ def test_pipeline_yaml_loads_and_declares_hayhooks_io(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     pipeline = Pipeline.loads(text)
     data = yaml.safe_load(text)
-    assert data["inputs"] and data["outputs"]
+    assert data["inputs"]
+    assert data["outputs"]
     for target in list(data["inputs"].values()) + list(data["outputs"].values()):
         for t in target if isinstance(target, list) else [target]:
-            name, socket = t.split(".", 1)
+            name, _socket = t.split(".", 1)
             assert pipeline.get_component(name) is not None, f"{path.name}: {t} names no component"
     again = Pipeline.loads(pipeline.dumps()).to_dict()
     assert again["components"] == pipeline.to_dict()["components"]
@@ -42,5 +43,6 @@ def test_dense_index_then_dense_search_yaml(tmp_path: Path, minilm_path: str) ->
     pf.set_init_param(search, "retriever.document_store.path", str(tmp_path / "dense"))
     pipeline = Pipeline.loads(yaml.safe_dump(search))
     docs = pipeline.run({"embedder": {"text": "compress data with gzip"}})["retriever"]["documents"]
-    assert len(docs) == 5 and docs[0].id.startswith(("gzip", "zlib"))
+    assert len(docs) == 5
+    assert docs[0].id.startswith(("gzip", "zlib"))
     assert all(d.meta["retrieval_type"] == "dense" for d in docs)

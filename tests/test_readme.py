@@ -37,8 +37,10 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_readme_has_the_examples_this_test_runs() -> None:
-    assert len(blocks("python")) == 2 and len(blocks("console")) == 2
-    assert "make run" in blocks("bash")[0] and "make test" in blocks("bash")[0]
+    assert len(blocks("python")) == 2
+    assert len(blocks("console")) == 2
+    assert "make run" in blocks("bash")[0]
+    assert "make test" in blocks("bash")[0]
 
 
 @pytest.mark.parametrize("index", [0, 1])
@@ -54,7 +56,7 @@ def run_line(line: str, background: list[subprocess.Popen]) -> str:
         return ""
     if line.startswith("curl"):
         wait_for_server(line)
-    proc = subprocess.run(shlex.split(line), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(shlex.split(line), capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, f"`{line}` failed:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
@@ -84,6 +86,8 @@ def test_console_example_runs(workdir: Path, index: int) -> None:
         for proc in background:
             proc.terminate()
             proc.wait(timeout=30)
-    assert all(out.strip() for line, out in zip(lines, outputs) if not line.endswith("&") and "index" not in line)
+    assert all(
+        out.strip() for line, out in zip(lines, outputs, strict=True) if not line.endswith("&") and "index" not in line
+    )
     if index == 1:
         assert "argparse" in outputs[-1] or "getopt" in outputs[-1] or "optparse" in outputs[-1]

@@ -56,12 +56,14 @@ def error_lines(stderr: str) -> list[str]:
 def test_port_out_of_range_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture, port: str) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["serve", str(tmp_path), "--port", port])
-    assert exited.value.code == 2 and "--port" in capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "--port" in capsys.readouterr().err
 
 
 def test_missing_index_is_one_line(tmp_path: Path) -> None:
     done = serve_until_exit(tmp_path / "nothing-here", timeout=120)
-    assert done.returncode == 2 and error_lines(done.stderr) == [done.stderr.strip()], done.stderr[-2000:]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert error_lines(done.stderr) == [done.stderr.strip()], done.stderr[-2000:]
     assert "index directory not found" in done.stderr
 
 
@@ -75,7 +77,8 @@ def test_broken_index_part_stops_start_up_naming_the_pipeline(index: Path, tmp_p
         path.write_bytes(b"not a faiss index")
     done = serve_until_exit(broken)
     lines = error_lines(done.stderr)
-    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert len(lines) == 1, done.stderr[-3000:]
     assert lines[0].startswith("needle: error: pipeline dense_search failed to deploy"), lines
     assert "Traceback" not in done.stderr
 
@@ -113,16 +116,20 @@ def test_read_only_index_is_served_in_every_mode(cors_server: Server, read_only_
 def test_allowed_origin_gets_cors_headers(cors_server: Server) -> None:
     preflight = cors_server.request("OPTIONS", "/dense_search/run", headers={"Origin": ALLOWED, **PREFLIGHT})
     simple = cors_server.post_json("/dense_search/run", {"query": "zip"}, headers={"Origin": ALLOWED})
-    assert preflight.status == 200 and preflight.headers["access-control-allow-origin"] == ALLOWED
-    assert simple.status == 200 and simple.headers["access-control-allow-origin"] == ALLOWED
+    assert preflight.status == 200
+    assert preflight.headers["access-control-allow-origin"] == ALLOWED
+    assert simple.status == 200
+    assert simple.headers["access-control-allow-origin"] == ALLOWED
 
 
 def test_other_origin_gets_no_cors_headers(cors_server: Server) -> None:
     other = {"Origin": "http://evil.example"}
     preflight = cors_server.request("OPTIONS", "/dense_search/run", headers={**other, **PREFLIGHT})
     simple = cors_server.post_json("/dense_search/run", {"query": "zip"}, headers=other)
-    assert preflight.status == 400 and "access-control-allow-origin" not in preflight.headers
-    assert simple.status == 200 and "access-control-allow-origin" not in simple.headers
+    assert preflight.status == 400
+    assert "access-control-allow-origin" not in preflight.headers
+    assert simple.status == 200
+    assert "access-control-allow-origin" not in simple.headers
 
 
 def test_a_loopback_server_refuses_other_host_names(cors_server: Server) -> None:
@@ -130,5 +137,6 @@ def test_a_loopback_server_refuses_other_host_names(cors_server: Server) -> None
     query = {"query": "zip", "top_k": 1}
     rebound = cors_server.post_json("/dense_search/run", query, headers={"Host": f"evil.example:{cors_server.port}"})
     local = cors_server.post_json("/dense_search/run", query, headers={"Host": f"localhost:{cors_server.port}"})
-    assert rebound.status == 400 and b"documents" not in rebound.body
+    assert rebound.status == 400
+    assert b"documents" not in rebound.body
     assert local.status == 200

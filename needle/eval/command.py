@@ -76,7 +76,7 @@ def run_queries(retrieve: Retrieve, queries: dict[str, str], label: str) -> tupl
     start = time.perf_counter()
     with tqdm(total=len(ids), desc=f"searching ({label})", unit="q") as bar:
         for i in range(0, len(ids), BATCH):
-            for qid, docs in zip(ids[i : i + BATCH], retrieve(texts[i : i + BATCH])):
+            for qid, docs in zip(ids[i : i + BATCH], retrieve(texts[i : i + BATCH]), strict=True):
                 rankings[qid] = [d.id for d in docs]
             bar.update(len(ids[i : i + BATCH]))
     return rankings, len(ids) / max(time.perf_counter() - start, 1e-9)

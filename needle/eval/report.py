@@ -179,7 +179,9 @@ def format_table(results: list[EvalResult]) -> str:
     widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
 
     def render(line: list[str]) -> str:
-        cells = [line[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(line[1:], widths[1:])]
+        cells = [line[0].ljust(widths[0])] + [
+            cell.rjust(width) for cell, width in zip(line[1:], widths[1:], strict=True)
+        ]
         return "  ".join(cells).rstrip()
 
     rule = "  ".join("-" * width for width in widths)
