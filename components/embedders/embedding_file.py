@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
 
 FORMAT_VERSION = 1
 _REBUILD_HINT = "pass overwrite=True to rebuild it, or choose another embedding_path"
@@ -33,7 +34,7 @@ class EmbeddingFileError(ValueError):
     """An embedding file that cannot be reused: unreadable, malformed, or built for something else."""
 
 
-def sidecar_path(path: str | os.PathLike) -> Path:
+def sidecar_path(path: str | os.PathLike[str]) -> Path:
     """The fingerprint file that goes with an embedding file: ``<path>.json``."""
     return Path(f"{os.fspath(path)}.json")
 
@@ -61,7 +62,7 @@ def build_fingerprint(settings: dict[str, Any], ids: Sequence[str], texts: Seque
     }
 
 
-def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write through a temporary sibling file, fsync it, then rename it over `path` (removed on any failure)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
@@ -88,7 +89,7 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def save_embeddings(path: str | os.PathLike, embeddings: np.ndarray, fingerprint: dict[str, Any]) -> None:
+def save_embeddings(path: str | os.PathLike[str], embeddings: npt.ArrayLike, fingerprint: dict[str, Any]) -> None:
     """Atomically write a (N, dim) float32 matrix to `path` and its fingerprint (with `dim`) to the sidecar."""
     matrix = np.asarray(embeddings)
     if matrix.ndim != 2 or matrix.dtype != np.float32:
@@ -134,15 +135,16 @@ def describe_differences(expected: dict[str, Any], found: dict[str, Any]) -> lis
     return differences
 
 
-def _load_matrix(path: Path) -> np.ndarray:
+def _load_matrix(path: Path) -> npt.NDArray[np.generic]:
     """Read a .npy file without pickles, turning any failure into an EmbeddingFileError."""
     try:
-        return np.load(path, allow_pickle=False)
+        matrix: npt.NDArray[np.generic] = np.load(path, allow_pickle=False)  # without pickles: always an array
+        return matrix
     except (OSError, ValueError) as e:
         raise EmbeddingFileError(f"{path} is not a readable .npy file ({e}); {_REBUILD_HINT}") from e
 
 
-def load_embeddings(path: str | os.PathLike, expected: dict[str, Any]) -> np.ndarray:
+def load_embeddings(path: str | os.PathLike[str], expected: dict[str, Any]) -> npt.NDArray[np.float32]:
     """Load the (N, dim) float32 matrix at `path` after checking its fingerprint and shape against `expected`.
 
     :raises EmbeddingFileError: No or unreadable sidecar, any fingerprint difference (all are listed), or a
@@ -160,4 +162,4 @@ def load_embeddings(path: str | os.PathLike, expected: dict[str, Any]) -> np.nda
             f"{target} holds a {matrix.dtype} array of shape {matrix.shape}, but its fingerprint promises "
             f"float32 of shape {shape}; {_REBUILD_HINT}"
         )
-    return matrix
+    return matrix.astype(np.float32, copy=False)  # already float32 (checked above): no copy, typed as such

