@@ -47,7 +47,7 @@ class _Layout:
 
 
 def _detect_layout(
-    first: dict, options: tuple[str | None, str | None, bool | None, bool], path: Path, line_no: int
+    first: dict[str, Any], options: tuple[str | None, str | None, bool | None, bool], path: Path, line_no: int
 ) -> _Layout:
     """Choose the text and id fields from the first object: ``contents`` means UltraRAG, ``text`` means BEIR."""
     content_field, id_field, title_in_content, require_id = options
@@ -62,7 +62,7 @@ def _detect_layout(
     return _Layout(content=content, id=ident, title_in_content=with_title, id_required=require_id)
 
 
-def _take_id(obj: dict, field: str, path: Path, line_no: int, required: bool) -> str:
+def _take_id(obj: dict[str, Any], field: str, path: Path, line_no: int, required: bool) -> str:
     """Pop the id field; integers become strings, a missing id becomes the line number unless ``required``."""
     value = obj.pop(field, None)
     if value is None and required:
@@ -76,7 +76,7 @@ def _take_id(obj: dict, field: str, path: Path, line_no: int, required: bool) ->
     return str(value)
 
 
-def _take_string(obj: dict, field: str, path: Path, line_no: int, *, required: bool) -> str | None:
+def _take_string(obj: dict[str, Any], field: str, path: Path, line_no: int, *, required: bool) -> str | None:
     """Read a string field, failing on a missing required field or a non-string value."""
     if field not in obj:
         if required:
@@ -88,7 +88,7 @@ def _take_string(obj: dict, field: str, path: Path, line_no: int, *, required: b
     return value
 
 
-def _to_document(obj: dict, layout: _Layout, path: Path, line_no: int) -> Document:
+def _to_document(obj: dict[str, Any], layout: _Layout, path: Path, line_no: int) -> Document:
     """Turn one parsed line into a Document; the remaining keys become meta."""
     content = _take_string(obj, layout.content, path, line_no, required=True)
     del obj[layout.content]
@@ -106,7 +106,7 @@ def _to_document(obj: dict, layout: _Layout, path: Path, line_no: int) -> Docume
 
 
 def iter_corpus(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     content_field: str | None = None,
     id_field: str | None = None,

@@ -48,7 +48,7 @@ _JSON_TYPE_NAMES = {
 class CorpusFormatError(ValueError):
     """A JSONL line that cannot be used; the message names file, 1-based line and problem."""
 
-    def __init__(self, path: str | os.PathLike, line: int | None, problem: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], line: int | None, problem: str) -> None:
         self.path = str(path)
         self.line = line
         self.problem = problem
@@ -61,7 +61,7 @@ def json_type(value: Any) -> str:
     return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def iter_json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_objects(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """
     Yield ``(line number, object)`` for each line of a JSONL file, streaming (memory: one line).
 
@@ -72,9 +72,8 @@ def iter_json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, 
     first_blank: int | None = None
     found = False
     with path.open("rb") as handle:
-        for line_no, raw in enumerate(_raw_lines(handle, path), start=1):
-            if line_no == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM) :]
+        for line_no, line in enumerate(_raw_lines(handle, path), start=1):
+            raw = line[len(_BOM) :] if line_no == 1 and line.startswith(_BOM) else line
             if not raw.strip():
                 first_blank = first_blank or line_no
                 continue
@@ -158,9 +157,10 @@ def _check_depth(text: str, path: Path, line_no: int) -> None:
 def _key_text(token: str) -> str:
     """The text of a JSON string token, as near as it can be told (a malformed one is left to the parser)."""
     try:
-        return json.loads(token)
+        text = json.loads(token)
     except ValueError:
         return token
+    return text if isinstance(text, str) else token  # _TOKENS only hands over string tokens
 
 
 def _check_strings(obj: dict[str, Any], path: Path, line_no: int) -> None:
