@@ -55,7 +55,8 @@ def cmd_search(args: argparse.Namespace) -> None:
     from needle.search import Searcher
 
     check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
-    transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar above the answers
+    # No "Loading weights" bar above the answers (transformers leaves this function unannotated).
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated upstream
     searcher = Searcher(Path(args.index_dir), mode=args.mode, top_k=args.top_k, model=args.model)
     results = searcher.search(args.queries)
     if args.json:

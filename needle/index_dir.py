@@ -15,7 +15,7 @@ Layout of one generation (see ``needle.index_generations`` for the directory aro
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from haystack import Document
@@ -29,6 +29,14 @@ __all__ = ["DEFAULT_MODEL", "IndexManifest", "NeedleError", "as_hits", "fill_sea
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PARTS = ("dense", "bm25")
+
+
+class Hit(TypedDict):
+    """One search result in the CLI's --json output."""
+
+    id: str
+    score: float | None
+    content: str | None
 
 
 @dataclass
@@ -118,10 +126,11 @@ def build_bm25(corpus: Path, generation: Path, lang: str, documents_from: Path |
     pf.set_init_param(data, "writer.document_store.lang", lang)
     if documents_from is not None:
         pf.set_init_param(data, "writer.document_store.document_store_path", str(documents_from))
-    return pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+    written: int = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+    return written
 
 
-def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict:
+def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict[str, Any]:
     """Fill pipelines/<name>_search.yaml with the paths of the manifest's generation under BASE, model and top_k."""
     data = pf.load_template(f"{name}_search")
     names = list(data["components"])
@@ -144,7 +153,7 @@ def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int =
     return data
 
 
-def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict:
+def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict[str, Any]:
     """Fill pipelines/<name>_search.yaml with absolute paths of the manifest's generation where DIR is now."""
     return search_pipeline(Path(index_dir).resolve(), manifest, name, top_k)
 
@@ -155,6 +164,6 @@ def save_search_pipelines(generation: Path, manifest: IndexManifest, modes: list
         pf.dump(search_pipeline(Path("."), manifest, mode), generation / f"{mode}_search.yaml")
 
 
-def as_hits(documents: list[Document]) -> list[dict]:
+def as_hits(documents: list[Document]) -> list[Hit]:
     """The CLI's --json shape for one query: ``{"id", "score", "content"}`` per hit, best first."""
     return [{"id": d.id, "score": d.score, "content": d.content} for d in documents]

@@ -5,7 +5,7 @@ only overrides init parameters (index paths, model name, top_k) before building.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import yaml
 from haystack import Document, Pipeline
@@ -19,7 +19,10 @@ def load_template(name: str) -> dict[str, Any]:
     """Parse ``pipelines/<name>.yaml`` into a pipeline dict (Hayhooks' inputs/outputs blocks included)."""
     path = PIPELINES_DIR / f"{name}.yaml"
     with path.open(encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        data = yaml.safe_load(f)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a pipeline file must hold a mapping, not {type(data).__name__}")
+    return data
 
 
 def set_init_param(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -73,13 +76,21 @@ class QueryPipeline:
         if warm_up:
             self.pipeline.warm_up()
 
-    def run(self, query: str | list[str]) -> list:
+    @overload
+    def run(self, query: str) -> list[Document]: ...
+
+    @overload
+    def run(self, query: list[str]) -> list[list[Document]]: ...
+
+    def run(self, query: str | list[str]) -> list[Document] | list[list[Document]]:
         """Feed the query (or all queries) to every declared target socket; return the documents output."""
         feed: dict[str, dict[str, Any]] = {}
         for name, socket in self.targets:
             feed.setdefault(name, {})[socket] = query
         name, socket = self.output
-        return self.pipeline.run(feed, include_outputs_from={name})[name][socket]
+        outputs = self.pipeline.run(feed, include_outputs_from={name})
+        documents: list[Document] | list[list[Document]] = outputs[name][socket]
+        return documents
 
     def run_many(self, queries: list[str]) -> list[list[Document]]:
         """One result list per query, in query order: a single run for a batch pipeline."""

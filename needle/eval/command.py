@@ -95,7 +95,9 @@ def evaluate(
 ) -> EvalResult:
     """Evaluate one retrieval setup on a BEIR split and return its scored result."""
     dataset = load_beir(dataset_dir, split)
-    build_s, cache_hit, params = None, None, {"depth": DEPTH}
+    build_s: float | None = None
+    cache_hit: bool | None = None
+    params: dict[str, int | str | None] = {"depth": DEPTH}
     if pipeline is not None:
         retrieve, label, params["pipeline"] = pipeline_retriever(pipeline), pipeline.stem, str(pipeline)
     else:

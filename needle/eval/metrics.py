@@ -18,7 +18,6 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pytrec_eval
 
@@ -91,7 +90,9 @@ def _check_qrels(qrels: Qrels) -> None:
 
 def _rank(qid: str, docs: Mapping[str, float]) -> list[str]:
     """Order one query's docs as trec_eval does: score descending, then doc id descending."""
-    for doc_id, score in docs.items():
+    # A run often comes straight from JSON or numpy, whatever its annotation says: check what it really holds.
+    entries: Mapping[str, object] = docs
+    for doc_id, score in entries.items():
         if not isinstance(doc_id, str):
             raise ValueError(f"run: query {qid!r}: doc id must be a string, got {doc_id!r}")
         if not isinstance(score, numbers.Real) or math.isnan(score):
@@ -107,11 +108,11 @@ def _as_scores(ranked: Mapping[str, list[str]], depth: int | None) -> dict[str, 
 
 
 def _aggregate(
-    query_ids: list[str], full: Mapping[str, Mapping[str, Any]], top10: Mapping[str, Mapping[str, Any]]
+    query_ids: list[str], full: Mapping[str, Mapping[str, float]], top10: Mapping[str, Mapping[str, float]]
 ) -> RunScores:
     """Average per-query measures over all judged queries, a missing query counting as 0."""
 
-    def mean(table: Mapping[str, Mapping[str, Any]], measure: str) -> float:
+    def mean(table: Mapping[str, Mapping[str, float]], measure: str) -> float:
         return sum(table.get(qid, {}).get(measure, 0.0) for qid in query_ids) / len(query_ids)
 
     metrics = {

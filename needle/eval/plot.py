@@ -8,8 +8,12 @@ without ``--plot`` does not pay for it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from needle.eval.report import EvalResult
+
+if TYPE_CHECKING:  # matplotlib is imported on first use, not with this module
+    from matplotlib.axes import Axes
 
 FIGURE_INCHES = (12.0, 4.8)
 DPI = 110
@@ -44,13 +48,13 @@ def plot(results: list[EvalResult], path_png: str | Path) -> Path:
     return target
 
 
-def _draw_recall(axes, result: EvalResult) -> None:
+def _draw_recall(axes: Axes, result: EvalResult) -> None:
     ks = range(1, len(result.recall_curve) + 1)
     label = f"{result.name} (R@100 {result.metrics['recall@100']:.3f})"
     axes.plot(ks, result.recall_curve, label=label, linewidth=1.8)
 
 
-def _draw_ndcg(axes, result: EvalResult) -> None:
+def _draw_ndcg(axes: Axes, result: EvalResult) -> None:
     values = sorted(result.per_query_ndcg10.values(), reverse=True)
     if not values:
         return
@@ -59,7 +63,7 @@ def _draw_ndcg(axes, result: EvalResult) -> None:
     axes.step(share, values, where="mid", label=label, linewidth=1.8)
 
 
-def _style(axes, title: str, xlabel: str, ylabel: str) -> None:
+def _style(axes: Axes, title: str, xlabel: str, ylabel: str) -> None:
     axes.set_title(title)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
