@@ -3,6 +3,7 @@
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from haystack import component, logging
 from haystack.utils import ComponentDevice
@@ -12,6 +13,7 @@ from components.checks import check_query, check_top_k
 from components.rankers.model_dir_checks import check_model_dir, check_model_path
 from components.rankers.reranker_base import (
     RerankerMixin,
+    Scores,
     check_batch_size,
     check_int,
     check_texts,
@@ -36,12 +38,12 @@ def usable_positions(model: PreTrainedModel) -> int | None:
     built with that padding index, which is how we detect the offset without a list of model types.
     """
     limit = getattr(model.config, "max_position_embeddings", None)
-    if not limit:
+    if not isinstance(limit, int) or not limit:
         return None
     embeddings = getattr(model.base_model, "embeddings", None)
     table = getattr(embeddings, "position_embeddings", None)
-    padding_idx = getattr(table, "padding_idx", None)
-    return limit - (padding_idx + 1) if padding_idx is not None else limit
+    padding_idx = getattr(table, "padding_idx", None)  # an int, or None for a table without padding
+    return limit - (padding_idx + 1) if isinstance(padding_idx, int) else limit
 
 
 @component
@@ -124,8 +126,12 @@ class LocalCrossEncoderRanker(RerankerMixin):
 
     def warm_up(self) -> None:
         """Check the model directory, then load tokenizer and model (once; later calls do nothing)."""
+        self._load()
+
+    def _load(self) -> PreTrainedModel:
+        """The loaded model (with tokenizer, token limit and device set next to it), loading it on first use."""
         if self._model is not None:
-            return
+            return self._model
         model_dir = str(check_model_dir(self.model_path))
         device = self._resolve_device()
         half = self.use_fp16 and device.type == "cuda"
@@ -147,6 +153,7 @@ class LocalCrossEncoderRanker(RerankerMixin):
         self._tokenizer = tokenizer
         self._torch_device = device
         self._model = model.to(device).eval()
+        return self._model
 
     def _token_limit(self, model: PreTrainedModel, tokenizer: Any) -> int:
         """The smallest of: the tokenizer's limit, the usable position embeddings, and ``max_length``."""
@@ -163,7 +170,7 @@ class LocalCrossEncoderRanker(RerankerMixin):
         """Tokens per (query, text) pair after truncation; known after ``warm_up``."""
         return self._max_tokens
 
-    def rerank(self, query: str, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    def rerank(self, query: str, texts: list[str], batch_size: int = 32) -> Scores:
         """
         Score each text against the query (mxRAG's call).
 
@@ -182,7 +189,7 @@ class LocalCrossEncoderRanker(RerankerMixin):
             scores[batch] = self._score_batch(query, [texts[i] for i in batch])
         return scores
 
-    def _token_counts(self, query: str, texts: list[str]) -> np.ndarray:
+    def _token_counts(self, query: str, texts: list[str]) -> npt.NDArray[np.int64]:
         """Tokens of each truncated (query, text) pair, counted in chunks to bound memory."""
         counts = np.empty(len(texts), dtype=np.int64)
         for start in range(0, len(texts), LENGTH_CHUNK):
@@ -192,7 +199,7 @@ class LocalCrossEncoderRanker(RerankerMixin):
         return counts
 
     @torch.inference_mode()
-    def _score_batch(self, query: str, texts: list[str]) -> np.ndarray:
+    def _score_batch(self, query: str, texts: list[str]) -> Scores:
         """One forward pass over (query, text) pairs, truncated to the model's limit."""
         encoded = self._tokenizer(
             [query] * len(texts),
@@ -202,7 +209,8 @@ class LocalCrossEncoderRanker(RerankerMixin):
             max_length=self._max_tokens,
             return_tensors="pt",
         ).to(self._torch_device)
-        logits = self._model(**encoded).logits.view(-1).float()  # type: ignore[misc]
+        logits = self._load()(**encoded).logits.view(-1).float()
         if self.activation == "sigmoid":
             logits = torch.sigmoid(logits)
-        return logits.cpu().numpy()
+        scores: Scores = logits.cpu().numpy()  # float32 (`.float()` above); torch types numpy() as Any
+        return scores

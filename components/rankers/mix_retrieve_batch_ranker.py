@@ -9,20 +9,21 @@ hybrid pipeline can encode all queries in one batch instead of one forward pass 
 from haystack import Document, component
 
 from components.checks import check_queries
-from components.rankers.mix_retrieve_ranker import MixRetrieveRanker
+from components.rankers.mix_retrieve_ranker import MixRetrieveRankerBase
 
 
 @component
-class MixRetrieveBatchRanker(MixRetrieveRanker):
+class MixRetrieveBatchRanker(MixRetrieveRankerBase):
     """
     Query-length-adaptive fusion of dense and BM25 results, one fused list per query.
 
     Same parameters as :class:`MixRetrieveRanker` (``top_k``, ``baseline``, ``amplitude``, ``slope``,
-    ``midpoint``); ``queries[i]`` is fused from ``dense_documents[i]`` and ``sparse_documents[i]``.
+    ``midpoint``); ``queries[i]`` is fused from ``dense_documents[i]`` and ``sparse_documents[i]``. Both share
+    :class:`MixRetrieveRankerBase`; this one takes a list of queries, so it is not a single-query ranker.
     """
 
     @component.output_types(documents=list[list[Document]])
-    def run(  # type: ignore[override]  # nested sockets: a batch, not one query
+    def run(
         self,
         queries: list[str],
         dense_documents: list[list[Document]] | None = None,
@@ -44,8 +45,8 @@ class MixRetrieveBatchRanker(MixRetrieveRanker):
         dense = self._per_query(dense_documents, len(queries), "dense_documents")
         sparse = self._per_query(sparse_documents, len(queries), "sparse_documents")
         fused = [
-            MixRetrieveRanker.run(self, query=q, dense_documents=d, sparse_documents=s, top_k=top_k)["documents"]
-            for q, d, s in zip(queries, dense, sparse)
+            self._fused_top_k(q, None, d, s, top_k)
+            for q, d, s in zip(queries, dense, sparse, strict=True)  # _per_query made all three len(queries) long
         ]
         return {"documents": fused}
 

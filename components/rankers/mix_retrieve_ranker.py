@@ -18,14 +18,17 @@ refuses NaN for the same reason. A blank query is a ValueError, as in every mode
 
 import math
 from dataclasses import replace
+from typing import Literal, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 from haystack import Document, component
 
 from components.checks import check_query, check_top_k
-from components.rankers.reranker_base import RerankerMixin, check_number, top_k_order
+from components.rankers.reranker_base import RankerBase, check_number, top_k_order
 
-SIDES = ("dense", "sparse")
+Side: TypeAlias = Literal["dense", "sparse"]
+SIDES: tuple[Side, Side] = ("dense", "sparse")
 MAX_DOCUMENTS = 1000 * 1000
 
 
@@ -54,21 +57,11 @@ def min_max(scores: list[float]) -> list[float]:
     return [min(1.0, (s / 2 - low / 2) / span) for s in scores]
 
 
-@component
-class MixRetrieveRanker(RerankerMixin):
+class MixRetrieveRankerBase(RankerBase):
     """
-    Fuses dense and sparse retrieval results with a weight that grows with the query's length.
-
-    Two ways to feed it, usable together:
-    - ``dense_documents`` / ``sparse_documents``: wire a dense retriever and a BM25 retriever straight in, no
-      joiner needed; the socket says the side. A document whose ``meta["retrieval_type"]`` names the other side
-      is an error (a miswired pipeline).
-    - ``documents``: one mixed list, each document tagged ``meta["retrieval_type"]`` = ``"dense"`` or
-      ``"sparse"`` (mxRAG's input); a missing or unknown tag is an error naming the document.
-
-    Every document needs a ``score``. Output documents are new, best first, with ``score`` the fused score and
-    ``meta["retrieval_sources"]`` (``["dense"]``, ``["sparse"]`` or both), ``meta["dense_score"]`` and/or
-    ``meta["sparse_score"]`` (the raw scores) in place of ``meta["retrieval_type"]``.
+    The fusion itself, shared by :class:`MixRetrieveRanker` (one query) and ``MixRetrieveBatchRanker`` (a list
+    of queries): parameters, dense weight, tag and score checks, merge. Each adds its own ``run`` sockets; neither
+    is a special case of the other.
     """
 
     _init_parameters = ("top_k", "baseline", "amplitude", "slope", "midpoint")
@@ -104,7 +97,7 @@ class MixRetrieveRanker(RerankerMixin):
         """The weight ``w`` of the dense side for this query (``1 - w`` goes to the sparse side)."""
         return self.baseline + self.amplitude * stable_sigmoid(self.slope * (len(query) - self.midpoint))
 
-    def rerank(self, query: str, texts: list[Document], batch_size: int = 32) -> np.ndarray:
+    def rerank(self, query: str, texts: list[Document], batch_size: int = 32) -> npt.NDArray[np.float64]:
         """
         mxRAG's call: fused score of each tagged document, in input order (copies of a passage share its score).
 
@@ -115,6 +108,97 @@ class MixRetrieveRanker(RerankerMixin):
         fused = self._fuse(query, self._tagged(texts, None, "texts"))
         by_id = {doc.id: doc.score for doc in fused}
         return np.array([by_id[doc.id] for doc in texts], dtype=np.float64)
+
+    def _fused_top_k(
+        self,
+        query: str,
+        documents: list[Document] | None,
+        dense_documents: list[Document] | None,
+        sparse_documents: list[Document] | None,
+        top_k: int | None,
+    ) -> list[Document]:
+        """The checks and fusion behind one query's ``run``: the best ``top_k`` fused documents."""
+        check_query(query)
+        top_k = self._resolve_top_k(top_k)
+        tagged = (
+            self._tagged(documents or [], None, "documents")
+            + self._tagged(dense_documents or [], "dense", "dense_documents")
+            + self._tagged(sparse_documents or [], "sparse", "sparse_documents")
+        )
+        if not tagged:
+            return []
+        fused = self._fuse(query, tagged)
+        order = top_k_order(np.array([doc.score for doc in fused], dtype=np.float64), top_k)
+        return [fused[i] for i in order]
+
+    @staticmethod
+    def _tagged(documents: list[Document], side: Side | None, socket: str) -> list[tuple[Side, float, Document]]:
+        """Pair each document with its side and score, checking both; errors name the socket and index."""
+        if len(documents) > MAX_DOCUMENTS:
+            raise ValueError(f"{socket} must hold at most {MAX_DOCUMENTS} documents, got {len(documents)}")
+        tagged = []
+        for i, doc in enumerate(documents):
+            where = f"{socket}[{i}] (id={doc.id})"
+            tag = doc.meta.get("retrieval_type")
+            if side is None and tag not in SIDES:
+                raise ValueError(f'{where} has meta["retrieval_type"]={tag!r}; expected one of {SIDES}')
+            if side is not None and tag is not None and tag != side:
+                raise ValueError(f'{where} has meta["retrieval_type"]={tag!r} but came in through {socket}')
+            score = doc.score
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+                raise ValueError(f"{where} has score {score!r}; fusion needs a finite retrieval score")
+            resolved: Side = side if side is not None else ("dense" if tag == "dense" else "sparse")  # tag in SIDES
+            tagged.append((resolved, float(score), doc))
+        return tagged
+
+    def _fuse(self, query: str, tagged: list[tuple[Side, float, Document]]) -> list[Document]:
+        """Normalise per side, merge by id, weigh by query length; one new document per passage, input order."""
+        dense = self.dense_weight(check_query(query))  # rerank() reaches here without run()'s check
+        w: dict[Side, float] = {"dense": dense, "sparse": 1.0 - dense}
+        raw: dict[Side, dict[str, float]] = {side: {} for side in SIDES}
+        first: dict[str, Document] = {}
+        for side, score, doc in tagged:
+            first.setdefault(doc.id, doc)
+            # A passage listed twice on one side keeps its best score.
+            raw[side][doc.id] = max(raw[side].get(doc.id, -math.inf), score)
+        normalised = {
+            side: dict(zip(raw[side], min_max(list(raw[side].values())), strict=True)) for side in SIDES if raw[side]
+        }
+        return [self._merged(doc, w, normalised, raw) for doc in first.values()]
+
+    @staticmethod
+    def _merged(
+        doc: Document,
+        w: dict[Side, float],
+        normalised: dict[Side, dict[str, float]],
+        raw: dict[Side, dict[str, float]],
+    ) -> Document:
+        """The output document for one passage: fused score and where it was found."""
+        sources = [side for side in SIDES if doc.id in raw[side]]
+        meta = {key: value for key, value in doc.meta.items() if key != "retrieval_type"}
+        meta["retrieval_sources"] = sources
+        for side in sources:
+            meta[f"{side}_score"] = raw[side][doc.id]
+        score = sum(w[side] * normalised[side][doc.id] for side in sources)
+        return replace(doc, score=score, meta=meta)
+
+
+@component
+class MixRetrieveRanker(MixRetrieveRankerBase):
+    """
+    Fuses dense and sparse retrieval results with a weight that grows with the query's length.
+
+    Two ways to feed it, usable together:
+    - ``dense_documents`` / ``sparse_documents``: wire a dense retriever and a BM25 retriever straight in, no
+      joiner needed; the socket says the side. A document whose ``meta["retrieval_type"]`` names the other side
+      is an error (a miswired pipeline).
+    - ``documents``: one mixed list, each document tagged ``meta["retrieval_type"]`` = ``"dense"`` or
+      ``"sparse"`` (mxRAG's input); a missing or unknown tag is an error naming the document.
+
+    Every document needs a ``score``. Output documents are new, best first, with ``score`` the fused score and
+    ``meta["retrieval_sources"]`` (``["dense"]``, ``["sparse"]`` or both), ``meta["dense_score"]`` and/or
+    ``meta["sparse_score"]`` (the raw scores) in place of ``meta["retrieval_type"]``.
+    """
 
     @component.output_types(documents=list[Document])
     def run(
@@ -137,59 +221,4 @@ class MixRetrieveRanker(RerankerMixin):
         :raises ValueError: for a blank, oversized or non-Unicode query (even with no documents), a bad ``top_k``,
             a missing or contradicting tag, or a score that is not a finite number (the message names the document).
         """
-        check_query(query)
-        top_k = self._resolve_top_k(top_k)
-        tagged = (
-            self._tagged(documents or [], None, "documents")
-            + self._tagged(dense_documents or [], "dense", "dense_documents")
-            + self._tagged(sparse_documents or [], "sparse", "sparse_documents")
-        )
-        if not tagged:
-            return {"documents": []}
-        fused = self._fuse(query, tagged)
-        order = top_k_order(np.array([doc.score for doc in fused]), top_k)
-        return {"documents": [fused[i] for i in order]}
-
-    @staticmethod
-    def _tagged(documents: list[Document], side: str | None, socket: str) -> list[tuple[str, Document]]:
-        """Pair each document with its side, checking the tag and the score; errors name the socket and index."""
-        if len(documents) > MAX_DOCUMENTS:
-            raise ValueError(f"{socket} must hold at most {MAX_DOCUMENTS} documents, got {len(documents)}")
-        tagged = []
-        for i, doc in enumerate(documents):
-            where = f"{socket}[{i}] (id={doc.id})"
-            tag = doc.meta.get("retrieval_type")
-            if side is None and tag not in SIDES:
-                raise ValueError(f'{where} has meta["retrieval_type"]={tag!r}; expected one of {SIDES}')
-            if side is not None and tag is not None and tag != side:
-                raise ValueError(f'{where} has meta["retrieval_type"]={tag!r} but came in through {socket}')
-            if isinstance(doc.score, bool) or not isinstance(doc.score, (int, float)) or not math.isfinite(doc.score):
-                raise ValueError(f"{where} has score {doc.score!r}; fusion needs a finite retrieval score")
-            tagged.append((side or tag, doc))
-        return tagged
-
-    def _fuse(self, query: str, tagged: list[tuple[str, Document]]) -> list[Document]:
-        """Normalise per side, merge by id, weigh by query length; one new document per passage, input order."""
-        w = {"dense": self.dense_weight(check_query(query))}  # rerank() reaches here without run()'s check
-        w["sparse"] = 1.0 - w["dense"]
-        raw: dict[str, dict[str, float]] = {side: {} for side in SIDES}
-        first: dict[str, Document] = {}
-        for side, doc in tagged:
-            first.setdefault(doc.id, doc)
-            # A passage listed twice on one side keeps its best score.
-            raw[side][doc.id] = max(raw[side].get(doc.id, -math.inf), float(doc.score))  # type: ignore[arg-type]
-        normalised = {
-            side: dict(zip(raw[side], min_max(list(raw[side].values())), strict=True)) for side in SIDES if raw[side]
-        }
-        return [self._merged(doc, w, normalised, raw) for doc in first.values()]
-
-    @staticmethod
-    def _merged(doc: Document, w: dict, normalised: dict, raw: dict) -> Document:
-        """The output document for one passage: fused score and where it was found."""
-        sources = [side for side in SIDES if doc.id in raw[side]]
-        meta = {key: value for key, value in doc.meta.items() if key != "retrieval_type"}
-        meta["retrieval_sources"] = sources
-        for side in sources:
-            meta[f"{side}_score"] = raw[side][doc.id]
-        score = sum(w[side] * normalised[side][doc.id] for side in sources)
-        return replace(doc, score=score, meta=meta)
+        return {"documents": self._fused_top_k(query, documents, dense_documents, sparse_documents, top_k)}

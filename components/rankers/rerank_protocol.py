@@ -55,7 +55,7 @@ def shape_of(url: Any) -> RerankShape:
     raise ValueError(f"url path must end with /rerank (TEI) or /v1/rerank (Cohere/Infinity), got {url!r}")
 
 
-def request_body(shape: RerankShape, query: str, texts: list[str], truncate: bool, model: str | None) -> dict:
+def request_body(shape: RerankShape, query: str, texts: list[str], truncate: bool, model: str | None) -> dict[str, Any]:
     """The JSON body of one rerank request."""
     if shape is RerankShape.TEI:
         return {"query": query, "texts": texts, "truncate": truncate}
@@ -82,7 +82,7 @@ def error_text(response: httpx.Response) -> str:
     return json.dumps(body)[:MAX_ERROR_CHARS]
 
 
-def _entries(shape: RerankShape, body: Any) -> tuple[list, str]:
+def _entries(shape: RerankShape, body: Any) -> tuple[list[Any], str]:
     """The list of ranked entries and the name of their score field, or an error saying what was wrong."""
     if shape is RerankShape.TEI:
         if not isinstance(body, list):

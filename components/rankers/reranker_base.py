@@ -12,9 +12,10 @@ on the texts to score and on ``batch_size`` belong to rankers alone and live her
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.checks import check_query, check_top_k, check_unicode
@@ -24,18 +25,24 @@ TEXT_MAX_CHARS = 1024 * 1024
 BATCH_SIZE_RANGE = (1, 1024)
 
 T = TypeVar("T")
+# One score per scored item, in input order: float32 from the model rankers, float64 from the fusion rankers.
+Scores: TypeAlias = npt.NDArray[np.float32 | np.float64]
 
 
 @runtime_checkable
 class Reranker(Protocol):
-    """What every ranker here offers: mxRAG's two calls and Haystack's ``run`` socket."""
+    """What every text ranker here offers: mxRAG's two calls and Haystack's ``run`` socket.
+
+    ``MixRetrieveRanker`` offers the same names, but it scores tagged Documents rather than texts and its ``run``
+    has a socket per retrieval side, so it is its own type rather than a ``Reranker``.
+    """
 
     top_k: int
 
-    def rerank(self, query: str, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    def rerank(self, query: str, texts: list[str], batch_size: int = 32) -> Scores:
         """Score each text against the query; scores come back in input order."""
 
-    def rerank_top_k(self, objs: Sequence[T], scores: np.ndarray) -> list[T]:
+    def rerank_top_k(self, objs: Sequence[T], scores: npt.ArrayLike) -> list[T]:
         """Keep the ``top_k`` objects with the highest scores, best first."""
 
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
@@ -78,7 +85,7 @@ def check_batch_size(batch_size: Any) -> int:
     return check_int("batch_size", batch_size, *BATCH_SIZE_RANGE)
 
 
-def top_k_order(scores: np.ndarray, k: int) -> list[int]:
+def top_k_order(scores: Scores, k: int) -> list[int]:
     """Indexes of the ``k`` highest scores, best first; equal scores keep their input order (stable)."""
     return [int(i) for i in np.argsort(-scores, kind="stable")[:k]]
 
@@ -104,23 +111,20 @@ def document_texts(documents: list[Document]) -> list[str]:
     return texts
 
 
-class RerankerMixin:
+class RankerBase:
     """
-    Shared implementation of ``rerank_top_k``, of turning scores into ranked Haystack documents, of the ``run``
-    socket of a ranker that scores document texts with its own ``rerank``, and of ``to_dict``/``from_dict``.
-    The concrete ranker is still decorated with ``@component`` (which finds the inherited ``run``); a ranker whose
-    inputs are not document texts overrides ``run``.
+    What every ranker here shares, whatever it scores: ``rerank_top_k``, the run-time ``top_k``, turning scores
+    into ranked Haystack documents, and ``to_dict``/``from_dict``. It has no ``run``: each ranker family adds the
+    sockets it takes (:class:`RerankerMixin` for rankers of document texts).
 
     ``to_dict`` serialises the init parameters named in ``_init_parameters``, each read from the attribute of the
     same name (a Secret keeps only its env var name, a ComponentDevice its description; Haystack restores both).
     """
 
     top_k: int
-    batch_size: int
     _init_parameters: ClassVar[tuple[str, ...]]
-    rerank: Callable[[str, list[str], int], np.ndarray]  # the concrete ranker's scoring call, in input order
 
-    def rerank_top_k(self, objs: Sequence[T], scores: np.ndarray) -> list[T]:
+    def rerank_top_k(self, objs: Sequence[T], scores: npt.ArrayLike) -> list[T]:
         """
         Keep the ``top_k`` objects with the highest scores, best first, stable on ties (mxRAG's call).
 
@@ -128,20 +132,44 @@ class RerankerMixin:
         :param scores: one finite score per object, a 1-D array of the same length as ``objs``.
         :raises ValueError: if the lengths differ, the array is not 1-D, or a score is NaN.
         """
-        scores = np.asarray(scores)
-        if scores.ndim != 1:
-            raise ValueError(f"scores must be a 1-D array, got shape {scores.shape}")
+        values = np.asarray(scores)
+        if values.ndim != 1:
+            raise ValueError(f"scores must be a 1-D array, got shape {values.shape}")
         if not 1 <= len(objs) <= TEXTS_MAX_COUNT:
             raise ValueError(f"objs must hold [1, {TEXTS_MAX_COUNT}] items, got {len(objs)}")
-        if len(objs) != len(scores):
-            raise ValueError(f"objs and scores must have the same length, got {len(objs)} and {len(scores)}")
-        if np.isnan(scores).any():
-            raise ValueError(f"scores[{int(np.flatnonzero(np.isnan(scores))[0])}] is NaN")
-        return [objs[i] for i in top_k_order(scores, self.top_k)]
+        if len(objs) != len(values):
+            raise ValueError(f"objs and scores must have the same length, got {len(objs)} and {len(values)}")
+        if np.isnan(values).any():
+            raise ValueError(f"scores[{int(np.flatnonzero(np.isnan(values))[0])}] is NaN")
+        return [objs[i] for i in top_k_order(values, self.top_k)]
 
     def _resolve_top_k(self, top_k: int | None) -> int:
         """The run-time ``top_k`` if given (checked), else the one set at init."""
         return self.top_k if top_k is None else check_top_k(top_k)
+
+    @staticmethod
+    def _ranked_documents(documents: list[Document], scores: Scores, top_k: int) -> list[Document]:
+        """New documents with their scores, best first; the inputs are left untouched."""
+        return [replace(documents[i], score=float(scores[i])) for i in top_k_order(scores, top_k)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to a dictionary (JSON/YAML-able); an API key is stored as its env var name, never in clear."""
+        return default_to_dict(self, **{name: getattr(self, name) for name in self._init_parameters})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Deserialize from ``to_dict``'s output (a Secret or ComponentDevice is restored by Haystack)."""
+        return default_from_dict(cls, data)
+
+
+class RerankerMixin(RankerBase):
+    """
+    The ``run`` socket of a ranker that scores document texts with its own ``rerank`` (mxRAG's call).
+    The concrete ranker is still decorated with ``@component`` (which finds the inherited ``run``).
+    """
+
+    batch_size: int
+    rerank: Callable[[str, list[str], int], Scores]  # the concrete ranker's scoring call, in input order
 
     @component.output_types(documents=list[Document])
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
@@ -160,17 +188,3 @@ class RerankerMixin:
         unique = unique_documents(documents)
         scores = self.rerank(query, document_texts(unique), self.batch_size)
         return {"documents": self._ranked_documents(unique, scores, top_k)}
-
-    @staticmethod
-    def _ranked_documents(documents: list[Document], scores: np.ndarray, top_k: int) -> list[Document]:
-        """New documents with their scores, best first; the inputs are left untouched."""
-        return [replace(documents[i], score=float(scores[i])) for i in top_k_order(scores, top_k)]
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize to a dictionary (JSON/YAML-able); an API key is stored as its env var name, never in clear."""
-        return default_to_dict(self, **{name: getattr(self, name) for name in self._init_parameters})
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        """Deserialize from ``to_dict``'s output (a Secret or ComponentDevice is restored by Haystack)."""
-        return default_from_dict(cls, data)

@@ -7,15 +7,16 @@ an unknown argument is a ``ValueError`` that says what is accepted. mxRAG's argu
 """
 
 import inspect
-from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from components.rankers.local_cross_encoder_ranker import LocalCrossEncoderRanker
 from components.rankers.mix_retrieve_ranker import MixRetrieveRanker
-from components.rankers.reranker_base import Reranker
 from components.rankers.tei_ranker import TEIRanker
 
-RERANKERS: dict[str, Callable[..., Reranker]] = {
+# MixRetrieveRanker scores tagged Documents rather than texts, so the factory's result is one of the three
+# classes, not the text-ranker Protocol `Reranker`.
+AnyReranker: TypeAlias = LocalCrossEncoderRanker | TEIRanker | MixRetrieveRanker
+RERANKERS: dict[str, type[AnyReranker]] = {
     "local_reranker": LocalCrossEncoderRanker,
     "tei_reranker": TEIRanker,
     "mix_reranker": MixRetrieveRanker,
@@ -40,7 +41,7 @@ def _from_mxrag_names(kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _check_arguments(name: str, cls: Callable[..., Reranker], kwargs: dict[str, Any]) -> None:
+def _check_arguments(name: str, cls: type[AnyReranker], kwargs: dict[str, Any]) -> None:
     """Name any missing required argument or unknown argument, with the accepted ones."""
     params = dict(inspect.signature(cls.__init__).parameters)  # the class itself shows Haystack's (*args, **kwargs)
     params.pop("self")
@@ -53,7 +54,7 @@ def _check_arguments(name: str, cls: Callable[..., Reranker], kwargs: dict[str, 
         raise ValueError(f"similarity_type={name!r} does not take {', '.join(unknown)}; accepted arguments: {accepted}")
 
 
-def create_reranker(similarity_type: str, **kwargs: Any) -> Reranker:
+def create_reranker(similarity_type: str, **kwargs: Any) -> AnyReranker:
     """
     Create a reranker by type name.
 

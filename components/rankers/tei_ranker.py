@@ -23,6 +23,7 @@ from components.rankers.rerank_protocol import (
 )
 from components.rankers.reranker_base import (
     RerankerMixin,
+    Scores,
     check_batch_size,
     check_int,
     check_number,
@@ -163,11 +164,18 @@ class TEIRanker(RerankerMixin):
 
     def warm_up(self) -> None:
         """Build the TLS context once (reading the CA and client certificate files)."""
-        if self._tls is not None:
-            return
+        self._tls_settings()
+
+    def _tls_settings(self) -> ssl.SSLContext | bool:
+        """httpx's ``verify`` for every request: True (system CAs), or our context; built on first use."""
+        if self._tls is None:
+            self._tls = self._build_tls()
+        return self._tls
+
+    def _build_tls(self) -> ssl.SSLContext | bool:
+        """True without CA or client certificate, else a context from those files (each checked first)."""
         if not (self.ca_file or self.client_cert):
-            self._tls = True
-            return
+            return True
         for name in ("ca_file", "client_cert", "client_key"):
             path = getattr(self, name)
             if path and not Path(path).is_file():
@@ -175,23 +183,23 @@ class TEIRanker(RerankerMixin):
         context = ssl.create_default_context(cafile=self.ca_file)
         if self.client_cert:
             context.load_cert_chain(self.client_cert, self.client_key)
-        self._tls = context
+        return context
 
     def _client(self) -> httpx.AsyncClient:
         """A client for one call: auth header, TLS settings, and a pool as wide as ``max_concurrency``."""
-        self.warm_up()
+        verify = self._tls_settings()
         headers: dict[str, str] = {}
         key = self.api_key.resolve_value() if self.api_key else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
         limits = httpx.Limits(max_connections=self.max_concurrency)
-        return httpx.AsyncClient(timeout=self.timeout, verify=self._tls, headers=headers, limits=limits)  # type: ignore[arg-type]
+        return httpx.AsyncClient(timeout=self.timeout, verify=verify, headers=headers, limits=limits)
 
-    def rerank(self, query: str, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    def rerank(self, query: str, texts: list[str], batch_size: int = 32) -> Scores:
         """Score each text against the query (mxRAG's call); float32 scores in input order."""
         return run_blocking(self.rerank_async(query, texts, batch_size))
 
-    async def rerank_async(self, query: str, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    async def rerank_async(self, query: str, texts: list[str], batch_size: int = 32) -> Scores:
         """
         Score each text against the query, in requests of at most ``min(batch_size, max_batch_size)`` texts.
 
@@ -220,7 +228,7 @@ class TEIRanker(RerankerMixin):
         in_flight: asyncio.Semaphore,
         query: str,
         chunk: list[str],
-        scores: np.ndarray,
+        scores: Scores,
         start: int,
     ) -> None:
         """Score one request's worth of texts and write the scores at ``start``."""
@@ -231,7 +239,7 @@ class TEIRanker(RerankerMixin):
         except ValueError as exc:
             raise RerankServerError(f"{self.url} sent a malformed rerank response: {exc}", status=200) from None
 
-    async def _post(self, client: httpx.AsyncClient, payload: dict, chunk: list[str]) -> Any:
+    async def _post(self, client: httpx.AsyncClient, payload: dict[str, Any], chunk: list[str]) -> Any:
         """POST with retries on 429/503 and connection errors; returns the decoded JSON of a 200 answer."""
         attempt = 0
         while True:
@@ -244,7 +252,7 @@ class TEIRanker(RerankerMixin):
                     raise RerankServerError(
                         f"could not reach {self.url} after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}"
                     ) from exc
-                delay = self.backoff * 2**attempt
+                delay = self.backoff * 2.0**attempt
             else:
                 if response.status_code == 200:
                     return self._json(response)
@@ -260,7 +268,7 @@ class TEIRanker(RerankerMixin):
 
     def _delay(self, attempt: int, response: httpx.Response) -> float:
         """Exponential back-off, or the server's ``Retry-After`` (seconds, capped) when it asks for longer."""
-        delay = self.backoff * 2**attempt
+        delay = self.backoff * 2.0**attempt
         with contextlib.suppress(ValueError):  # an HTTP-date Retry-After: keep our own back-off
             delay = max(delay, min(float(response.headers.get("retry-after", 0)), MAX_RETRY_AFTER_S))
         return delay
