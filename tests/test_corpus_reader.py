@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -248,7 +249,7 @@ def test_run_async_matches_run(tmp_path: Path) -> None:
     ],
 )
 def test_bad_parameters_fail_at_init(options: dict, message: str) -> None:
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
         JSONLCorpusReader(**options)
     assert str(info.value) == message
 
@@ -269,6 +270,8 @@ def test_scifact_corpus_reads_whole_with_beir_ids(scifact_dir: Path) -> None:
     corpus = scifact_dir / "corpus.jsonl"
     docs = read(corpus)
     first = json.loads(corpus.open(encoding="utf-8").readline())
-    assert len(docs) == 5183 and len({d.id for d in docs}) == 5183
-    assert docs[0].id == first["_id"] and docs[0].content == f"{first['title']}\n{first['text']}"
+    assert len(docs) == 5183
+    assert len({d.id for d in docs}) == 5183
+    assert docs[0].id == first["_id"]
+    assert docs[0].content == f"{first['title']}\n{first['text']}"
     assert docs[-1].meta["corpus_line"] == 5183

@@ -1,5 +1,6 @@
 """Sentence-transformers embedders with real MiniLM weights: the seed's options, shared model, serialization."""
 
+import re
 import socket
 from pathlib import Path
 
@@ -117,7 +118,8 @@ def test_document_embedder_returns_new_documents_in_order(minilm_path: str) -> N
     docs = [Document(id=str(i), content=f"passage number {i}", meta={"n": i}) for i in range(7)]
     embedder = SentenceTransformersDocumentEmbedder(model=minilm_path, normalize_embeddings=True, progress_bar=False)
     out = embedder.run(documents=docs)["documents"]
-    assert [d.id for d in out] == [d.id for d in docs] and [d.meta for d in out] == [d.meta for d in docs]
+    assert [d.id for d in out] == [d.id for d in docs]
+    assert [d.meta for d in out] == [d.meta for d in docs]
     assert all(d.embedding is None for d in docs)
     vectors = np.array([d.embedding for d in out])
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
@@ -196,7 +198,7 @@ def test_wrong_input_types_are_refused_before_the_model_loads() -> None:
     ],
 )
 def test_bad_parameters_fail_at_init(cls: type, options: dict, message: str) -> None:
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
         cls(**options)
     assert str(info.value) == message
 

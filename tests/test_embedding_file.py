@@ -31,7 +31,8 @@ def test_file_is_float32_one_row_per_document_with_a_fingerprint(minilm_path: st
     path = tmp_path / "sub" / "emb.npy"
     out = embedder(minilm_path, path, prompt_name=None).run(documents=DOCS)["documents"]
     matrix = np.load(path)
-    assert matrix.dtype == np.float32 and matrix.shape == (6, 384)
+    assert matrix.dtype == np.float32
+    assert matrix.shape == (6, 384)
     np.testing.assert_array_equal(matrix, np.array([d.embedding for d in out], dtype=np.float32))
     record = json.loads(sidecar_path(path).read_text())
     assert (record["model"], record["count"], record["dim"], record["normalize_embeddings"]) == (
@@ -101,7 +102,8 @@ def test_overwrite_rebuilds_for_the_new_corpus(minilm_path: str, built: Path) ->
     assert np.load(built).shape == (3, 384)
     reuser = embedder(minilm_path, built)
     out = reuser.run(documents=edited)["documents"]
-    assert reuser.embedding_backend is None and len(out) == 3
+    assert reuser.embedding_backend is None
+    assert len(out) == 3
 
 
 def test_a_file_without_fingerprint_is_refused(minilm_path: str, tmp_path: Path) -> None:

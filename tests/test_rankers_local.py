@@ -117,7 +117,8 @@ def minilm_ranker(minilm_cross_encoder: str) -> LocalCrossEncoderRanker:
 def test_scores_come_back_in_input_order_equal_to_scoring_each_pair_alone(minilm_ranker):
     scores = minilm_ranker.rerank(QUERY, TEXTS, batch_size=2)
     alone = np.array([minilm_ranker.rerank(QUERY, [text])[0] for text in TEXTS])
-    assert scores.shape == (len(TEXTS),) and scores.dtype == np.float32
+    assert scores.shape == (len(TEXTS),)
+    assert scores.dtype == np.float32
     assert np.diff(np.sort(alone)).min() > 1e-3, "scores must differ, or a mix-up of order would go unseen"
     np.testing.assert_allclose(scores, alone, atol=1e-5)
 
@@ -148,7 +149,8 @@ def test_run_returns_new_documents_best_first_and_leaves_inputs_alone(minilm_ran
 def test_default_top_k_and_duplicate_ids_scored_once(minilm_ranker):
     docs = [Document(content=text) for text in TEXTS] * 3
     result = minilm_ranker.run(query=QUERY, documents=docs)["documents"]
-    assert len(result) == len(TEXTS) and len({d.id for d in result}) == len(TEXTS)
+    assert len(result) == len(TEXTS)
+    assert len({d.id for d in result}) == len(TEXTS)
 
 
 def test_document_without_text_is_an_error_naming_it(minilm_ranker):
@@ -219,7 +221,8 @@ def test_to_dict_from_dict_round_trip(minilm_cross_encoder):
     assert data["type"] == "components.rankers.local_cross_encoder_ranker.LocalCrossEncoderRanker"
     assert data["init_parameters"]["device"] == {"type": "single", "device": "cpu"}
     restored = LocalCrossEncoderRanker.from_dict(data)
-    assert restored.to_dict() == data and restored.device == ComponentDevice.from_str("cpu")
+    assert restored.to_dict() == data
+    assert restored.device == ComponentDevice.from_str("cpu")
 
 
 def test_yaml_pipeline_round_trip_then_ranks(xlm_roberta_reranker):
@@ -230,9 +233,11 @@ def test_yaml_pipeline_round_trip_then_ranks(xlm_roberta_reranker):
     docs = [Document(content="alpha"), Document(content="beta gamma"), Document(content="delta")]
     out = loaded.run({"ranker": {"query": "beta", "documents": docs}})["ranker"]["documents"]
     direct = pipeline.run({"ranker": {"query": "beta", "documents": docs}})["ranker"]["documents"]
-    assert len(out) == 2 and [d.id for d in out] == [d.id for d in direct]
+    assert len(out) == 2
+    assert [d.id for d in out] == [d.id for d in direct]
 
 
 def test_factory_builds_a_local_ranker_with_mxrag_names(minilm_cross_encoder):
     ranker = create_reranker("local_reranker", model_path=minilm_cross_encoder, dev_id=0, k=4, use_fp16=False)
-    assert isinstance(ranker, LocalCrossEncoderRanker) and ranker.top_k == 4
+    assert isinstance(ranker, LocalCrossEncoderRanker)
+    assert ranker.top_k == 4

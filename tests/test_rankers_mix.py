@@ -61,9 +61,11 @@ def test_a_passage_found_by_both_sides_is_merged_once_with_both_raw_scores():
     a = next(d for d in out if d.id == "a")
     assert a.meta["retrieval_sources"] == ["dense", "sparse"]
     assert (a.meta["dense_score"], a.meta["sparse_score"]) == (0.9, 4.0)
-    assert "retrieval_type" not in a.meta and a.meta["source"] == "test"
+    assert "retrieval_type" not in a.meta
+    assert a.meta["source"] == "test"
     c = next(d for d in out if d.id == "c")
-    assert c.meta["retrieval_sources"] == ["sparse"] and "dense_score" not in c.meta
+    assert c.meta["retrieval_sources"] == ["sparse"]
+    assert "dense_score" not in c.meta
 
 
 def test_equal_scores_on_one_side_normalise_to_zero():

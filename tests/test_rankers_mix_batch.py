@@ -23,7 +23,7 @@ SPARSE = [side("d", [12.0, 3.0], "sparse")[::-1], side("y", [5.0, 1.0, 0.5], "sp
 def test_batch_equals_one_query_at_a_time() -> None:
     batch = MixRetrieveBatchRanker(top_k=3).run(queries=QUERIES, dense_documents=DENSE, sparse_documents=SPARSE)
     single = MixRetrieveRanker(top_k=3)
-    for q, d, s, got in zip(QUERIES, DENSE, SPARSE, batch["documents"]):
+    for q, d, s, got in zip(QUERIES, DENSE, SPARSE, batch["documents"], strict=True):
         want = single.run(query=q, dense_documents=d, sparse_documents=s)["documents"]
         assert [(x.id, x.score) for x in got] == [(x.id, x.score) for x in want]
     assert len(batch["documents"][1]) == 3
@@ -58,4 +58,6 @@ def test_yaml_round_trip() -> None:
     pipeline = Pipeline()
     pipeline.add_component("mix", MixRetrieveBatchRanker(top_k=7, midpoint=10.0))
     again = Pipeline.loads(pipeline.dumps()).get_component("mix")
-    assert isinstance(again, MixRetrieveBatchRanker) and again.top_k == 7 and again.midpoint == 10.0
+    assert isinstance(again, MixRetrieveBatchRanker)
+    assert again.top_k == 7
+    assert again.midpoint == 10.0

@@ -137,8 +137,10 @@ def test_pickle_based_weights_are_refused_with_a_conversion_hint(model_dir, name
     with pytest.raises(ModelDirError) as refused:
         check_model_dir(str(model_dir))
     message = str(refused.value)
-    assert name in message and "only safetensors weights are loaded" in message
-    assert "safetensors.torch import save_file" in message and "safe_serialization=True" in message
+    assert name in message
+    assert "only safetensors weights are loaded" in message
+    assert "safetensors.torch import save_file" in message
+    assert "safe_serialization=True" in message
 
 
 def test_directory_without_safetensors_is_refused(model_dir):

@@ -349,14 +349,18 @@ async def test_yaml_pipeline_round_trip_then_ranks_sync_and_async():
         pipeline = Pipeline()
         pipeline.add_component("ranker", TEIRanker(f"{base}/rerank", top_k=1, api_key=None))
         text = pipeline.dumps()
-        assert Pipeline.loads(text).dumps() == text and KEY not in text
+        assert Pipeline.loads(text).dumps() == text
+        assert KEY not in text
         out = Pipeline.loads(text).run(data)
         out_async = await Pipeline.loads(text).run_async(data)
-        assert len(httpx.get(f"{base}/_log").json()["requests"]) == 2
+        async with httpx.AsyncClient() as client:
+            log = (await client.get(f"{base}/_log")).json()
+        assert len(log["requests"]) == 2
     assert [d.content for d in out["ranker"]["documents"]] == ["cats"]
     assert [d.content for d in out_async["ranker"]["documents"]] == ["cats"]
 
 
 def test_factory_builds_a_tei_ranker_from_mxrag_arguments():
     ranker = create_reranker("tei_reranker", url="https://h:8080/rerank", k=2, client_param={"ca_file": "/ca.pem"})
-    assert isinstance(ranker, TEIRanker) and (ranker.top_k, ranker.ca_file) == (2, "/ca.pem")
+    assert isinstance(ranker, TEIRanker)
+    assert (ranker.top_k, ranker.ca_file) == (2, "/ca.pem")

@@ -175,7 +175,8 @@ class Handler(BaseHTTPRequestHandler):
     def _set_faults(self, plan: dict) -> None:
         state = self.server.state
         if plan.get("malformed") not in (None, *MALFORMED_MODES):
-            return self._send(400, {"error": f"malformed must be one of {MALFORMED_MODES}"})
+            self._send(400, {"error": f"malformed must be one of {MALFORMED_MODES}"})
+            return
         with state.lock:
             state.failures = list(plan.get("fail", []))
             state.malformed = plan.get("malformed")
