@@ -105,16 +105,16 @@ def parse_scores(shape: RerankShape, body: Any, n_texts: int) -> list[float]:
     entries, score_key = _entries(shape, body)
     if len(entries) != n_texts:
         raise ValueError(f"sent {n_texts} texts but got {len(entries)} results")
-    scores: list[float | None] = [None] * n_texts
+    by_index: dict[int, float] = {}
     for position, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise ValueError(f"result {position} is not an object: {entry!r}")
         index, score = entry.get("index"), entry.get(score_key)
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n_texts:
             raise ValueError(f"result {position} has index {index!r}, expected an integer in [0, {n_texts - 1}]")
-        if scores[index] is not None:
+        if index in by_index:
             raise ValueError(f"index {index} appears more than once")
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
             raise ValueError(f"result {position} (index {index}) has {score_key} {score!r}, expected a finite number")
-        scores[index] = float(score)
-    return scores  # type: ignore[return-value]  # every slot was filled: n entries, n distinct indexes
+        by_index[index] = float(score)
+    return [by_index[i] for i in range(n_texts)]  # every index is there: n entries, n distinct indexes in range
