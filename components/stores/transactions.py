@@ -32,9 +32,9 @@ class SingleWriter:
         self._seen: dict[Path, tuple[str, Any] | None] = {}
         self._locks: dict[Path, DirectoryLock] = {}
 
-    def seen(self, root: Path, generation: Path | None, manifest: dict[str, Any] | None) -> None:
-        """Record the generation this store loaded from ``root`` (None: it found no saved store there)."""
-        self._seen[root.resolve()] = None if generation is None else (generation.name, manifest.get("generation_id"))
+    def seen(self, root: Path, found: tuple[Path, dict[str, Any]] | None) -> None:
+        """Record the generation (and its manifest) this store loaded from ``root`` (None: no saved store there)."""
+        self._seen[root.resolve()] = None if found is None else (found[0].name, found[1].get("generation_id"))
 
     @contextmanager
     def locked(self, root: Path) -> Iterator[None]:

@@ -68,7 +68,7 @@ def check_finite(matrix: np.ndarray, name_of: Callable[[int], str]) -> None:
 def stack_embeddings(documents: Sequence[Document], dim: int | None) -> tuple[np.ndarray, np.ndarray]:
     """The documents' embeddings as one float32 matrix, and per document its row there (-1: no embedding)."""
     vector_of = np.full(len(documents), -1, dtype=np.int64)
-    embeddings = []
+    embeddings: list[list[float]] = []
     for position, document in enumerate(documents):
         if document.embedding is None:
             continue

@@ -130,7 +130,12 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"info must be a JSON-serialisable dict ({exc})") from exc
         info = dict(value)
-        self._mutate(lambda: (setattr(self, "_info", info), True))
+
+        def change() -> tuple[None, bool]:
+            self._info = info
+            return None, True
+
+        self._mutate(change)
 
     def count_documents(self) -> int:
         """Number of stored documents, with or without embedding."""
@@ -158,7 +163,8 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
             missing = [document_id for document_id, row in zip(ids, rows, strict=True) if row is None]
             if missing:
                 raise MissingDocumentError(f"{len(missing)} of the ids are not in this store, e.g. {missing[:5]}")
-            return table.documents(rows, with_embedding=return_embedding)
+            found = [row for row in rows if row is not None]  # all of them: none is missing
+            return table.documents(found, with_embedding=return_embedding)
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """Write documents, all or none (NONE means FAIL: a duplicate writes nothing). Returns the count written."""
@@ -283,7 +289,7 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
 
     def _save_locked(self, root: Path) -> None:
         """Write a new generation; the unchanged table then stands for it to readers (the BM25 store)."""
-        share(self._writer.write(root, self._write_generation), self._table)
+        share(self._writer.write(root, self._write_generation), self._ready())
 
     def _checkpoint(self) -> int | None:
         """What a reload does not restore: the inferred embedding_dim (the rest is the live generation)."""
@@ -301,17 +307,19 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
 
     def _ready(self) -> SQLiteDocumentTable:
         """The document table, loading the saved store on first use."""
-        if self._table is None:
+        table = self._table
+        if table is None:
             found = FAISS_GENERATIONS.read_current(Path(self.path)) if self.path is not None else None
             if found is not None:
-                self._load(*found)
+                table = self._load(*found)
             else:
-                self._table = SQLiteDocumentTable()
+                table = self._table = SQLiteDocumentTable()
             if self.path is not None:
-                self._writer.seen(Path(self.path), *(found or (None, None)))
-        return self._table
+                self._writer.seen(Path(self.path), found)
+        return table
 
-    def _load(self, generation: Path, manifest: dict[str, Any]) -> None:
+    def _load(self, generation: Path, manifest: dict[str, Any]) -> SQLiteDocumentTable:
+        """Load a saved generation into this store; returns its document table."""
         settings = {"metric": self.metric, "index_factory": self.index_factory, "embedding_dim": self.embedding_dim}
         check_manifest(manifest, generation / MANIFEST, settings)
         table = SQLiteDocumentTable.load_from(generation / DOCUMENTS_FILE)
@@ -326,9 +334,11 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
         self._info, self._next_row = manifest["info"], manifest["next_row"]
         self.embedding_dim = manifest["embedding_dim"]
         share(generation, table)
+        return table
 
     def _write_generation(self, directory: Path) -> dict[str, Any]:
-        self._table.save_to(directory / DOCUMENTS_FILE)
+        table = self._ready()
+        table.save_to(directory / DOCUMENTS_FILE)
         if self._vectors is not None:
             self._vectors.write(directory)
         return {
@@ -337,7 +347,7 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
             "index_factory": self.index_factory,
             "embedding_dim": self.embedding_dim,
             "next_row": self._next_row,
-            "documents": len(self._table),
+            "documents": len(table),
             "vectors": self._vectors.ntotal if self._vectors is not None else None,
             "info": self._info,
         }
@@ -350,7 +360,11 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
             check_matrix(matrix, len(documents), self.embedding_dim, source)
             for start in range(0, len(documents), self.index_chunk_size):
                 block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
-                check_finite(block, lambda row, start=start: f"{source} row {start + row}")
+
+                def name_of(row: int, start: int = start) -> str:
+                    return f"{source} row {start + row}"
+
+                check_finite(block, name_of)
 
         def change() -> tuple[int, bool]:
             if policy in (DuplicatePolicy.NONE, DuplicatePolicy.FAIL):

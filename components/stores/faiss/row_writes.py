@@ -26,14 +26,19 @@ class RowWrites:
     index_factory: str
     search_params: dict[str, float] | None
     embedding_dim: int | None
-    _table: SQLiteDocumentTable
+    index_chunk_size: int
+    index_use_gpu: bool
     _vectors: FAISSVectorIndex | None
     _next_row: int
+
+    def _ready(self) -> SQLiteDocumentTable:
+        """The store's document table, loaded on first use (provided by the store)."""
+        raise NotImplementedError
 
     def _check_new_ids(self, documents: Sequence[Document]) -> None:
         seen: set[str] = set()
         for position, document in enumerate(documents):
-            if document.id in seen or self._table.row_of(document.id) is not None:
+            if document.id in seen or self._ready().row_of(document.id) is not None:
                 raise DuplicateDocumentError(f"ID '{document.id}' (documents[{position}]) already exists.")
             seen.add(document.id)
 
@@ -55,7 +60,7 @@ class RowWrites:
         policy: DuplicatePolicy,
     ) -> int:
         """Apply ``policy``, then insert the surviving documents under new rows and index their vectors."""
-        table = self._table
+        table = self._ready()
         policy = DuplicatePolicy(policy)
         policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy
         chosen: dict[str, int] = {}  # id -> position in documents
@@ -91,43 +96,48 @@ class RowWrites:
         if vectors.is_trained:
             vectors.add(rows, matrix)
         else:
-            self._index_stored_vectors()
+            self._index_stored_vectors(vectors)
 
-    def _index_stored_vectors(self) -> None:
-        """Train (if needed and possible) and fill the index from every embedding in SQLite."""
-        rows = self._table.embedded_rows()
-        matrix = self._table.embeddings(rows, self.embedding_dim)
-        if self._vectors.train(matrix):
-            self._vectors.add(rows, matrix)
+    def _index_stored_vectors(self, vectors: FAISSVectorIndex) -> None:
+        """Train (if needed and possible) and fill ``vectors`` from every embedding in SQLite."""
+        table = self._ready()
+        rows = table.embedded_rows()
+        matrix = table.embeddings(rows, vectors.dim)
+        if vectors.train(matrix):
+            vectors.add(rows, matrix)
 
     def _delete_rows(self, rows: list[int]) -> None:
         if not rows:
             return
-        embedded = [row for row in rows if self._table.has_embedding(row)]
-        self._table.delete(rows)
+        table = self._ready()
+        embedded = [row for row in rows if table.has_embedding(row)]
+        table.delete(rows)
         if self._vectors is not None and self._vectors.is_trained:
             self._vectors.remove(embedded)
             if self._vectors.needs_rebuild:
+                dim = self._vectors.dim
                 self._vectors = None
-                self._vector_index(self.embedding_dim)
-                self._index_stored_vectors()
+                self._index_stored_vectors(self._vector_index(dim))
 
     def _nearest(self, queries: np.ndarray, k: int, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(Q, <=k) scores and rows of the nearest vectors, among ``candidates`` rows when given; -1 = no hit."""
         vectors = self._vectors
-        size = len(candidates) if candidates is not None else self._table.embedded_count
+        size = len(candidates) if candidates is not None else self._ready().embedded_count
         if vectors is None or not size or not len(queries):
             return np.empty((len(queries), 0), np.float32), np.empty((len(queries), 0), np.int64)
         if not vectors.is_trained:  # too few vectors to train yet: all of them are searched exactly
-            return self._exact(queries, k, candidates)
+            return self._exact(queries, k, candidates, vectors.dim)
         k = min(k, size)
         scores, rows = vectors.search(queries, k, candidates)
         if (rows < 0).any():  # an approximate index missed hits that exist: redo those queries exactly
             short = (rows < 0).any(axis=1)
-            scores[short], rows[short] = self._exact(queries[short], k, candidates)
+            scores[short], rows[short] = self._exact(queries[short], k, candidates, vectors.dim)
         return scores, rows
 
-    def _exact(self, queries: np.ndarray, k: int, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Brute-force search over the stored embeddings of ``candidates`` (all embedded rows when None)."""
-        pool = candidates if candidates is not None else self._table.embedded_rows()
-        return exact_search(queries, k, pool, self._table.embeddings(pool, self.embedding_dim), self.metric)
+    def _exact(
+        self, queries: np.ndarray, k: int, candidates: np.ndarray | None, dim: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Brute-force search over the stored ``dim``-sized embeddings of ``candidates`` (all embedded rows if None)."""
+        table = self._ready()
+        pool = candidates if candidates is not None else table.embedded_rows()
+        return exact_search(queries, k, pool, table.embeddings(pool, dim), self.metric)

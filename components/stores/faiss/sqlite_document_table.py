@@ -152,7 +152,7 @@ class SQLiteDocumentTable:
             found.append(document)
         return found
 
-    def embeddings(self, rows: Sequence[int], dim: int) -> np.ndarray:
+    def embeddings(self, rows: Sequence[int] | np.ndarray, dim: int) -> np.ndarray:
         """The stored embeddings of ``rows`` (all stored with one) as a float32 (len(rows), dim) matrix."""
         blobs = self._blobs(rows)
         return np.frombuffer(b"".join(blobs[row] for row in rows), dtype=_FLOAT32).reshape(len(rows), dim)
@@ -162,7 +162,7 @@ class SQLiteDocumentTable:
         blobs = self._blobs([row for row in rows if row in self._embedded])
         return {row: np.frombuffer(blob, dtype=_FLOAT32).tolist() for row, blob in blobs.items()}
 
-    def _blobs(self, rows: Sequence[int]) -> dict[int, bytes]:
+    def _blobs(self, rows: Sequence[int] | np.ndarray) -> dict[int, bytes]:
         found: dict[int, bytes] = {}
         for start in range(0, len(rows), _BATCH):
             chunk = [int(row) for row in rows[start : start + _BATCH]]

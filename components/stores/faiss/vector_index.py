@@ -13,7 +13,7 @@ copies) or, for ``l2``, the negated squared Euclidean distance.
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import faiss
 import numpy as np
@@ -31,9 +31,10 @@ def build_faiss_index(dim: int, metric: str, factory: str, search_params: dict[s
     metric_type = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
     inner = faiss.index_factory(dim, factory, metric_type)
     if faiss.try_extract_index_ivf(inner) is None:
-        index = faiss.IndexIDMap2(inner)
-        index.own_fields = True
-        inner.this.disown()
+        id_map = faiss.IndexIDMap2(inner)
+        id_map.own_fields = True
+        inner.this.disown()  # type: ignore[attr-defined]  # faiss stubs lack SWIG's `this` ownership proxy
+        index: faiss.Index = id_map
     else:
         index = inner
     for name, value in (search_params or {}).items():
@@ -41,7 +42,9 @@ def build_faiss_index(dim: int, metric: str, factory: str, search_params: dict[s
     return index
 
 
-def exact_search(queries: np.ndarray, k: int, rows: np.ndarray, vectors: np.ndarray, metric: str) -> tuple:
+def exact_search(
+    queries: np.ndarray, k: int, rows: np.ndarray, vectors: np.ndarray, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Brute-force top-k over ``vectors`` (whose ids are ``rows``); same scores and -1 padding as ``search``."""
     scorer = faiss.IndexFlat(vectors.shape[1], faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT)
     scorer.add(prepare(vectors, metric))
@@ -66,7 +69,7 @@ class FAISSVectorIndex:
         self.metric = metric
         self._chunk_size = chunk_size
         self._tombstones: set[int] = set(tombstones.tolist())
-        self._tombstone_selector: tuple | None = None
+        self._tombstone_selector: tuple[faiss.IDSelector, ...] | None = None
         self._ivf = faiss.try_extract_index_ivf(index)
         self._hnsw = _hnsw_of(index)
         self._removable = _can_remove(index)
@@ -153,7 +156,7 @@ class FAISSVectorIndex:
                 return self.search(queries, k, allowed)
         return (-distances if self.metric == "l2" else distances), rows
 
-    def _selector(self, allowed: np.ndarray | None) -> tuple | None:
+    def _selector(self, allowed: np.ndarray | None) -> tuple[faiss.IDSelector, ...] | None:
         """An IDSelector (first item) and the objects it points into, which must outlive the search."""
         if allowed is not None:
             return (faiss.IDSelectorBatch(allowed),)
@@ -166,11 +169,22 @@ class FAISSVectorIndex:
 
     def _parameters(self, selector: faiss.IDSelector) -> faiss.SearchParameters:
         """Search parameters of the index's own type, carrying over its nprobe / efSearch settings."""
+        # Attributes are set one by one: faiss's stubs declare no keyword __init__ for search parameters.
+        # The selector is kept alive by the caller's keepalive tuple for the duration of the search.
+        params: faiss.SearchParameters
         if self._ivf is not None:
-            return faiss.SearchParametersIVF(sel=selector, nprobe=self._ivf.nprobe, max_codes=self._ivf.max_codes)
-        if self._hnsw is not None:
-            return faiss.SearchParametersHNSW(sel=selector, efSearch=self._hnsw.hnsw.efSearch)
-        return faiss.SearchParameters(sel=selector)
+            ivf_params = faiss.SearchParametersIVF()
+            ivf_params.nprobe = self._ivf.nprobe
+            ivf_params.max_codes = self._ivf.max_codes
+            params = ivf_params
+        elif self._hnsw is not None:
+            hnsw_params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # faiss stubs lack SearchParametersHNSW
+            hnsw_params.efSearch = self._hnsw.hnsw.efSearch
+            params = hnsw_params
+        else:
+            params = faiss.SearchParameters()
+        params.sel = selector
+        return params
 
     def _search_index(self) -> faiss.Index:
         """The GPU replica when GPUs are in use (rebuilt lazily after writes), else the CPU index."""
@@ -194,7 +208,7 @@ class FAISSVectorIndex:
         np.save(directory / TOMBSTONES_FILE, np.array(sorted(self._tombstones), dtype=np.int64))
 
     @classmethod
-    def read(cls, directory: Path, metric: str, chunk_size: int, use_gpu: bool, params: dict[str, Any] | None):
+    def read(cls, directory: Path, metric: str, chunk_size: int, use_gpu: bool, params: dict[str, Any] | None) -> Self:
         """Read what ``write`` wrote; raises DocumentStoreError naming the damaged file."""
         path = directory / VECTORS_FILE
         try:
