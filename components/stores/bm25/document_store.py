@@ -14,9 +14,9 @@ from haystack.utils.filters import document_matches_filter
 from components.checks import check_filters, check_queries, check_query, check_top_k
 from components.stores.async_twins import DocumentStoreAsyncTwins, twin
 from components.stores.bm25.document_table import JsonlDocumentTable
-from components.stores.bm25.documents import StoredDocuments, apply_policy, as_hit, copied
+from components.stores.bm25.documents import DocumentsState, StoredDocuments, apply_policy, as_hit, copied
 from components.stores.bm25.generation_files import document_table, write_generation
-from components.stores.bm25.index import BM25Index
+from components.stores.bm25.index import BM25Index, IndexState
 from components.stores.bm25.persistence import GENERATIONS, MANIFEST
 from components.stores.bm25.segments import BM25Params, MainSegment
 from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init
@@ -218,7 +218,9 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         """
         check_documents_storable(check_document_list(documents))
         policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else DuplicatePolicy(policy)
-        terms = dict(zip((d.id for d in documents), self._tokenizer_ready()([d.content or "" for d in documents])))
+        terms = dict(
+            zip((d.id for d in documents), self._tokenizer_ready()([d.content or "" for d in documents]), strict=True)
+        )
 
         def change() -> tuple[int, bool]:
             index = self._ready()
@@ -315,7 +317,7 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         with self._lock:  # a document deleted since the snapshot is no longer returned
             index = self._ready()
             ids = list(dict.fromkeys(doc_id for query_hits in hits for doc_id, _ in query_hits if doc_id in index))
-            found = dict(zip(ids, self._documents.get(ids)))
+            found = dict(zip(ids, self._documents.get(ids), strict=True))
         return [[as_hit(found[i], score) for i, score in query_hits if i in found] for query_hits in hits]
 
     bm25_retrieval_async = twin(bm25_retrieval)
@@ -347,11 +349,11 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         if main is not None and self._settings["document_store_path"] is None:
             self._documents.use_table(JsonlDocumentTable(generation, main.ids))
 
-    def _checkpoint(self) -> tuple:
+    def _checkpoint(self) -> tuple[IndexState, DocumentsState]:
         """The in-memory state a failed transaction returns to."""
         return self._ready().checkpoint(), self._documents.checkpoint()
 
-    def _restore(self, checkpoint: tuple) -> None:
+    def _restore(self, checkpoint: tuple[IndexState, DocumentsState]) -> None:
         """Return to a ``_checkpoint``."""
         self._ready().restore(checkpoint[0])
         self._documents.restore(checkpoint[1])
@@ -373,9 +375,8 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
     def _open(self) -> None:
         """Resolve settings against the saved manifest, then open the saved main segment and documents."""
         found = GENERATIONS.read_current(Path(self.path)) if self.path else None
-        generation, manifest = found if found else (None, None)
-        manifest_file = generation / MANIFEST if generation else None
-        saved = saved_settings(manifest, manifest_file) if manifest is not None else None
+        manifest_file = found[0] / MANIFEST if found is not None else None
+        saved = saved_settings(found[1], found[0] / MANIFEST) if found is not None else None
         given = {
             "lang": self.lang,
             "tokenizer": self.tokenizer,
@@ -388,9 +389,11 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         settings = self._settings = resolve_settings(given, saved, manifest_file)
         self._tokenizer = BM25Tokenizer(settings["lang"], settings["tokenizer"])
         params = BM25Params(settings["method"], settings["k1"], settings["b"], settings["delta"], self.backend)
-        main = MainSegment.load(generation, params) if generation and manifest["documents"] else None
-        if main is not None:
+        main = None
+        if found is not None and found[1]["documents"]:
+            generation = found[0]
+            main = MainSegment.load(generation, params)
             self._documents.use_table(document_table(settings["document_store_path"], generation, main.ids))
         if self.path:
-            self._writer.seen(Path(self.path), generation, manifest)
+            self._writer.seen(Path(self.path), found)
         self._index = BM25Index(params, self.compaction_ratio, main)

@@ -17,6 +17,9 @@ _MASK_CACHE_SIZE = 32
 Masks = tuple[np.ndarray | None, np.ndarray | None]
 """Which main-segment rows and which delta rows a filter accepts (None: the segment is absent)."""
 
+DocumentsState = tuple[dict[str, Document], DocumentTable | None]
+"""StoredDocuments.checkpoint(): the documents held in memory and the saved table they are read from."""
+
 
 class StoredDocuments:
     """
@@ -50,11 +53,11 @@ class StoredDocuments:
         self._memory, self._table = {}, None
         self._masks.clear()
 
-    def checkpoint(self) -> tuple[dict[str, Document], DocumentTable | None]:
+    def checkpoint(self) -> DocumentsState:
         """What ``restore`` needs to undo a failed transaction."""
         return dict(self._memory), self._table
 
-    def restore(self, state: tuple[dict[str, Document], DocumentTable | None]) -> None:
+    def restore(self, state: DocumentsState) -> None:
         """Return to a ``checkpoint``."""
         self._memory, self._table = state
         self._masks.clear()
@@ -63,7 +66,7 @@ class StoredDocuments:
         """Documents by id from memory, else from the saved table (kept in memory afterwards when ``cache``)."""
         memory = self._memory
         missing = [doc_id for doc_id in ids if doc_id not in memory]
-        fetched = dict(zip(missing, self._table.get(missing))) if missing and self._table else {}
+        fetched = dict(zip(missing, self._table.get(missing), strict=True)) if missing and self._table else {}
         if cache:
             memory.update(fetched)
         return [memory[doc_id] if doc_id in memory else fetched[doc_id] for doc_id in ids]

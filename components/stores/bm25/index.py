@@ -22,6 +22,19 @@ import numpy as np
 
 from components.stores.bm25.segments import NO_HITS, BM25Params, DeltaSegment, Hits, MainSegment
 
+# BM25Index.checkpoint(): main segment, vocabulary, alive mask, main rows by id, delta term ids, delta view,
+# full_builds, delta_builds
+IndexState = tuple[
+    MainSegment | None,
+    dict[str, int],
+    np.ndarray,
+    dict[str, int],
+    dict[str, np.ndarray],
+    DeltaSegment | None,
+    int,
+    int,
+]
+
 
 @dataclass(frozen=True)
 class IndexSnapshot:
@@ -30,7 +43,7 @@ class IndexSnapshot:
     version: int
     vocab: dict[str, int]
     main: MainSegment | None
-    alive: np.ndarray | None
+    alive: np.ndarray  # the main segment's live rows; empty without a main segment
     delta: DeltaSegment | None
 
     def search(
@@ -46,7 +59,7 @@ class IndexSnapshot:
         ids = [[vocab[t] for t in q if t in vocab] for q in queries]
         main_hits = self._main_hits(ids, k, n_threads, main_accept)
         delta_hits = self.delta.search(ids, k, delta_accept) if self.delta else [NO_HITS] * len(ids)
-        return [self._merge(m, d, k) for m, d in zip(main_hits, delta_hits)]
+        return [self._merge(m, d, k) for m, d in zip(main_hits, delta_hits, strict=True)]
 
     def _main_hits(self, ids: list[list[int]], k: int, n_threads: int, accept: np.ndarray | None) -> list[Hits]:
         """Search the main segment with deleted (and, with ``accept``, filtered-out) rows masked to zero."""
@@ -68,7 +81,7 @@ class IndexSnapshot:
 
 def _pairs(ids: list[str], hits: Hits) -> list[tuple[str, float]]:
     """(document id, score) for a segment's hits."""
-    return [(ids[row], score) for row, score in zip(hits[0].tolist(), hits[1].tolist())]
+    return [(ids[row], score) for row, score in zip(hits[0].tolist(), hits[1].tolist(), strict=True)]
 
 
 class BM25Index:
@@ -90,7 +103,7 @@ class BM25Index:
         """Make ``main`` the main segment with every row alive, and ``vocab`` the term ids."""
         self._main = main
         self._vocab = vocab
-        self._alive = np.ones(main.n_docs, dtype=bool) if main else None
+        self._alive = np.ones(main.n_docs, dtype=bool) if main else np.zeros(0, dtype=bool)
         self._row_of = {doc_id: row for row, doc_id in enumerate(main.ids)} if main else {}
 
     def __len__(self) -> int:
@@ -113,7 +126,7 @@ class BM25Index:
             vocab = self._vocab
             for term in {t for doc_terms in terms for t in doc_terms}.difference(vocab):
                 vocab[term] = len(vocab)
-            for doc_id, doc_terms in zip(doc_ids, terms):
+            for doc_id, doc_terms in zip(doc_ids, terms, strict=True):
                 token_ids = map(vocab.__getitem__, doc_terms)
                 self._delta[doc_id] = np.fromiter(token_ids, dtype=np.int32, count=len(doc_terms))
             self._changed(delta=True)
@@ -172,7 +185,7 @@ class BM25Index:
             self.full_builds += 1
             self._changed(delta=True)
 
-    def checkpoint(self) -> tuple:
+    def checkpoint(self) -> IndexState:
         """The whole state, to ``restore`` after a failed transaction (copies of what mutations change in place)."""
         with self._lock:
             return (
@@ -186,7 +199,7 @@ class BM25Index:
                 self.delta_builds,
             )
 
-    def restore(self, state: tuple) -> None:
+    def restore(self, state: IndexState) -> None:
         """Return to a ``checkpoint``; snapshots taken from now on get a new version."""
         with self._lock:
             (

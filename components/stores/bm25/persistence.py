@@ -1,6 +1,7 @@
 """The saved generations of a BM25 store directory, and loaders that name the file that is wrong.
 
-Layout of a store directory (the seed's ``save_path``), written crash-safely by ``components.stores.crash_safe_generations``::
+Layout of a store directory (the seed's ``save_path``), written crash-safely by
+``components.stores.crash_safe_generations``::
 
     <path>/CURRENT                 one line: the live generation, e.g. "gen-000003"
     <path>/gen-000003/manifest.json     format, tokenizer and BM25 settings, document source, file sizes
@@ -24,7 +25,7 @@ GENERATIONS = Generations(kind="BM25 index", digits=6, stamp={"format": "needle-
 def load_array(path: Path, dtype_kind: str, mmap: bool = True) -> np.ndarray:
     """Open a 1-D ``.npy`` array of the given kind ('i' integer, 'f' float), memory-mapped by default."""
     try:
-        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        array: np.ndarray = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except FileNotFoundError as exc:
         raise DocumentStoreError(f"{path}: missing") from exc
     except (ValueError, OSError, EOFError) as exc:

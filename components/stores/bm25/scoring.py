@@ -8,28 +8,37 @@ BM25L and BM25+ also give every query term a document lacks a weight (``nonoccur
 """
 
 import numpy as np
+import numpy.typing as npt
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 NONOCCURRENCE_METHODS = ("bm25l", "bm25+")
 
 
-def idf(method: str, df: np.ndarray, n_docs: int) -> np.ndarray:
+def idf(method: str, df: npt.NDArray[np.integer], n_docs: int) -> npt.NDArray[np.float64]:
     """Inverse document frequency of terms found in ``df`` of ``n_docs`` documents (df >= 1)."""
-    df = df.astype(np.float64)
+    freq = df.astype(np.float64)
     if method == "lucene":
-        return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        return np.log(1.0 + (n_docs - freq + 0.5) / (freq + 0.5))
     if method == "robertson":  # bm25s clips the ratio at 1, so very common terms weigh 0 instead of < 0
-        return np.log(np.maximum((n_docs - df + 0.5) / (df + 0.5), 1.0))
+        return np.log(np.maximum((n_docs - freq + 0.5) / (freq + 0.5), 1.0))
     if method == "atire":
-        return np.log(n_docs / df)
+        return np.log(n_docs / freq)
     if method == "bm25l":
-        return np.log((n_docs + 1) / (df + 0.5))
+        return np.log((n_docs + 1) / (freq + 0.5))
     if method == "bm25+":
-        return np.log((n_docs + 1) / df)
+        return np.log((n_docs + 1) / freq)
     raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
 
 
-def tfc(method: str, tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float) -> np.ndarray:
+def tfc(
+    method: str,
+    tf: npt.NDArray[np.float64],
+    dl: npt.NDArray[np.float64],
+    avgdl: float,
+    k1: float,
+    b: float,
+    delta: float,
+) -> npt.NDArray[np.float64]:
     """Term-frequency component of ``tf`` occurrences in documents of length ``dl``."""
     norm = 1.0 - b + b * dl / avgdl
     if method in ("lucene", "robertson"):
@@ -44,7 +53,9 @@ def tfc(method: str, tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b:
     raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
 
 
-def nonoccurrence(method: str, term_idf: np.ndarray, k1: float, b: float, delta: float) -> np.ndarray:
+def nonoccurrence(
+    method: str, term_idf: npt.NDArray[np.float64], k1: float, b: float, delta: float
+) -> npt.NDArray[np.float64]:
     """Weight of a query term in a document that lacks it (zero except for BM25L and BM25+)."""
     if method not in NONOCCURRENCE_METHODS:
         return np.zeros_like(term_idf)

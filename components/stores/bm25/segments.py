@@ -212,7 +212,9 @@ class DeltaSegment:
     def _search_one(self, query: np.ndarray, k: int, mask: np.ndarray | None) -> Hits:
         """Sum the query terms' columns, keep matching rows, and select the best ``k``."""
         starts, ends = self.indptr[query], self.indptr[query + 1]
-        postings = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)] or [np.zeros(0, dtype=np.int64)])
+        postings = np.concatenate(
+            [np.arange(s, e) for s, e in zip(starts, ends, strict=True)] or [np.zeros(0, dtype=np.int64)]
+        )
         matched = np.bincount(self.rows[postings], weights=self.data[postings], minlength=len(self.ids))
         candidates = np.flatnonzero(matched > 0)
         if mask is not None:

@@ -146,5 +146,5 @@ def _same(name: str, given: Any, saved: Any) -> bool:
     if name == "document_store_path":
         return Path(given).resolve() == Path(saved).resolve()
     if name == "tokenizer" and callable(given):
-        return saved == CUSTOM
-    return given == saved
+        return bool(saved == CUSTOM)
+    return bool(given == saved)

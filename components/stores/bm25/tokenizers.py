@@ -109,7 +109,7 @@ def _english() -> Callable[[list[str]], list[list[str]]]:
     def tokenize(texts: list[str]) -> list[list[str]]:
         words = [[w for w in _EN_WORD.findall(text.lower()) if w not in stopwords] for text in texts]
         unique = list({w for text_words in words for w in text_words})
-        stem_of = dict(zip(unique, stem_words(unique)))
+        stem_of = dict(zip(unique, stem_words(unique), strict=True))
         return [list(map(stem_of.__getitem__, text_words)) for text_words in words]
 
     return tokenize
