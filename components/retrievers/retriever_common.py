@@ -8,30 +8,34 @@ families differ only in the store class, the exception a wrong store raises and 
 which a subclass declares as class attributes.
 """
 
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from haystack import default_from_dict, default_to_dict
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 
 from components.checks import check_filters, check_top_k
 
+StoreT = TypeVar("StoreT")
 
-class StoreRetrieverBase:
+
+class StoreRetrieverBase(Generic[StoreT]):
     """
     Base of the retrievers: store/filters/top_k/filter_policy handling and ``to_dict``/``from_dict``.
 
-    A subclass sets ``_store_type``, ``_store_error`` (kept per family so that callers' ``except`` clauses still
-    match) and ``_extra_init_parameters`` (names of its other init parameters, each also an
-    attribute). It keeps its own ``__init__`` (Haystack reads the init signature) and calls ``_set_common`` there;
-    ``@component`` still decorates the concrete class.
+    Parametrised by the store class (``StoreRetrieverBase[BM25DocumentStore]``). A subclass sets ``_store_type``,
+    ``_store_error`` (kept per family so that callers' ``except`` clauses still match) and
+    ``_extra_init_parameters`` (names of its other init parameters, each also an attribute). It keeps its own
+    ``__init__`` (Haystack reads the init signature) and calls ``_set_common`` there; ``@component`` still
+    decorates the concrete class.
     """
 
     _store_type: ClassVar[type]
     _store_error: ClassVar[type[Exception]] = ValueError
     _extra_init_parameters: ClassVar[tuple[str, ...]] = ()
+    document_store: StoreT
 
     def _set_common(
-        self, document_store: Any, filters: dict[str, Any] | None, top_k: int, filter_policy: FilterPolicy | str
+        self, document_store: StoreT, filters: dict[str, Any] | None, top_k: int, filter_policy: FilterPolicy | str
     ) -> None:
         """Check the store's type, ``top_k`` and ``filters``, then keep the settings (a policy may come as its name)."""
         if not isinstance(document_store, self._store_type):

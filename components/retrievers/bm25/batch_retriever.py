@@ -12,7 +12,7 @@ from components.stores.bm25.document_store import BM25DocumentStore
 
 
 @component
-class BM25BatchRetriever(StoreRetrieverBase):
+class BM25BatchRetriever(StoreRetrieverBase[BM25DocumentStore]):
     """
     Retrieves the best documents for each of many queries (the seed's ``bm25_search(query_list, top_k)``).
 

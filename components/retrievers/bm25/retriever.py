@@ -12,7 +12,7 @@ from components.stores.bm25.document_store import BM25DocumentStore
 
 
 @component
-class BM25Retriever(StoreRetrieverBase):
+class BM25Retriever(StoreRetrieverBase[BM25DocumentStore]):
     """
     Retrieves the documents that best match a query with BM25 (the seed's ``bm25_search`` for one query).
 

@@ -24,7 +24,7 @@ def query_matrix(embeddings: list[list[float]], name: str) -> np.ndarray:
         raise ValueError(f"{name} must hold numbers only ({exc})") from exc
 
 
-class FAISSRetrieverBase(StoreRetrieverBase):
+class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
     """What the single and batch FAISS retrievers share: their store, checks and ``return_embedding``."""
 
     _store_type = FAISSDocumentStore
