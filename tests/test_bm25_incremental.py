@@ -16,7 +16,7 @@ WORDS = [f"w{i}" for i in range(400)]
 def synthetic_docs(n: int, seed: int, prefix: str) -> list[Document]:
     """Documents of 20-60 common words plus one marker word unique to each document."""
     rng = random.Random(seed)
-    texts = [" ".join(rng.choices(WORDS, k=rng.randint(20, 60)) + [f"marker{prefix}{i}"]) for i in range(n)]
+    texts = [" ".join([*rng.choices(WORDS, k=rng.randint(20, 60)), f"marker{prefix}{i}"]) for i in range(n)]
     return [Document(id=f"{prefix}{i}", content=text) for i, text in enumerate(texts)]
 
 
@@ -27,7 +27,7 @@ def test_hundred_writes_and_deletes_are_searchable_without_a_full_rebuild() -> N
     store.write_documents(old)
     assert store.bm25_retrieval("w1 w2")
     assert store.index_builds == 1
-    for new, gone in zip(synthetic_docs(100, seed=1, prefix="new"), old[:100]):
+    for new, gone in zip(synthetic_docs(100, seed=1, prefix="new"), old[:100], strict=True):
         store.write_documents([new])
         assert store.bm25_retrieval(f"marker{new.id}", top_k=1)[0].id == new.id
         store.delete_documents([gone.id])
@@ -46,7 +46,8 @@ def test_compaction_happens_once_changes_outgrow_the_ratio_and_keeps_every_docum
     store.delete_documents([d.id for d in old[:30]])
     new = synthetic_docs(30, seed=2, prefix="new")
     store.write_documents(new)
-    assert store.bm25_retrieval("w1") and store.index_builds == 2
+    assert store.bm25_retrieval("w1")
+    assert store.index_builds == 2
     assert all(store.bm25_retrieval(f"marker{d.id}", top_k=1)[0].id == d.id for d in new + old[30:60])
     assert all(store.bm25_retrieval(f"marker{d.id}") == [] for d in old[:30])
 
@@ -75,7 +76,9 @@ def _raw_scores(tokenize: BM25Tokenizer, docs: list[Document], method: str):
     """Scores of raw bm25s over ``docs`` with the store's default parameters, as {id: score} per query."""
     retriever = bm25s.BM25(method=method, k1=0.9, b=0.4, delta=0.5)
     retriever.index(tokenize([d.content for d in docs]), show_progress=False)
-    return lambda query: dict(zip([d.id for d in docs], np.asarray(retriever.get_scores(tokenize([query])[0]))))
+    return lambda query: dict(
+        zip([d.id for d in docs], np.asarray(retriever.get_scores(tokenize([query])[0])), strict=True)
+    )
 
 
 def test_scores_after_compaction_equal_a_fresh_build_over_the_live_documents() -> None:

@@ -62,12 +62,13 @@ def test_tokenizer_and_bm25_settings_travel_with_the_index(tmp_path: Path) -> No
         [Document(id="1", content="大熊猫主要吃竹子"), Document(id="2", content="长城是古代的防御工程")]
     )
     loaded = BM25DocumentStore(path=path)
-    assert loaded.settings["lang"] == "zh" and loaded.settings["k1"] == 1.2
+    assert loaded.settings["lang"] == "zh"
+    assert loaded.settings["k1"] == 1.2
     assert [d.id for d in loaded.bm25_retrieval("熊猫吃什么")] == ["1"]
     contradiction = r"lang='en' contradicts the index saved in .*manifest.json, built with lang='zh'"
     with pytest.raises(ValueError, match=contradiction):
         BM25DocumentStore(path=path, lang="en").count_documents()
-    with pytest.raises(ValueError, match="k1=0.9 contradicts"):
+    with pytest.raises(ValueError, match=r"k1=0\.9 contradicts"):
         BM25DocumentStore(path=path, k1=0.9).count_documents()
 
 
@@ -76,7 +77,8 @@ def test_an_empty_store_saves_and_loads(tmp_path: Path) -> None:
     path = str(tmp_path / "empty")
     BM25DocumentStore(path=path).save()
     store = BM25DocumentStore(path=path)
-    assert store.count_documents() == 0 and store.bm25_retrieval("anything") == []
+    assert store.count_documents() == 0
+    assert store.bm25_retrieval("anything") == []
 
 
 def test_terms_of_a_document_written_then_deleted_do_not_break_the_saved_index(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def test_scifact_ndcg_at_10_matches_raw_bm25s(scifact_dir: Path) -> None:
     store.write_documents([Document(id=d["_id"], content=f"{d['title']} {d['text']}") for d in corpus])
     query_ids = list(qrels)
     hits = BM25BatchRetriever(store, top_k=10).run(queries=[queries[q] for q in query_ids])["documents"]
-    run = {q: {d.id: d.score for d in docs} for q, docs in zip(query_ids, hits)}
+    run = {q: {d.id: d.score for d in docs} for q, docs in zip(query_ids, hits, strict=True)}
     ndcg = evaluate(Qrels(qrels), Run(run), "ndcg@10")
     assert len(query_ids) == 300
     assert ndcg >= 0.670, f"nDCG@10 {ndcg:.4f} < 0.670"
@@ -43,14 +43,15 @@ def test_chinese_needs_word_segmentation_and_zh_provides_it() -> None:
     """With zh (jieba) every question finds its passage first; the English tokenizer finds almost none."""
     passages = read_jsonl(DATA / "zh_corpus.jsonl")
     questions = read_jsonl(DATA / "zh_queries.jsonl")
-    assert len(passages) >= 50 and len(questions) >= 20
+    assert len(passages) >= 50
+    assert len(questions) >= 20
     documents = [Document(id=p["id"], content=p["contents"]) for p in passages]
     first_hits = {}
     for lang in ("zh", "en"):
         store = BM25DocumentStore(lang=lang)
         store.write_documents(documents)
         results = BM25BatchRetriever(store, top_k=1).run(queries=[q["query"] for q in questions])["documents"]
-        first_hits[lang] = sum(bool(r) and r[0].id == q["answer"] for q, r in zip(questions, results))
+        first_hits[lang] = sum(bool(r) and r[0].id == q["answer"] for q, r in zip(questions, results, strict=True))
     assert first_hits["zh"] == len(questions)
     assert first_hits["en"] <= 2
 

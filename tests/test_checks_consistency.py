@@ -129,7 +129,7 @@ def query_callers(bm25_store: BM25DocumentStore) -> dict[str, Callable[[Any], An
     return {
         "SentenceTransformersTextEmbedder": lambda q: SentenceTransformersTextEmbedder(model=NOT_A_MODEL).run(text=q),
         "BM25Retriever": lambda q: BM25Retriever(bm25_store).run(query=q),
-        "BM25DocumentStore.bm25_retrieval": lambda q: bm25_store.bm25_retrieval(q),
+        "BM25DocumentStore.bm25_retrieval": bm25_store.bm25_retrieval,
         "MixRetrieveRanker": lambda q: MixRetrieveRanker().run(query=q, documents=docs()),
         "MixRetrieveRanker (no documents)": lambda q: MixRetrieveRanker().run(query=q),
         "LocalCrossEncoderRanker": lambda q: LocalCrossEncoderRanker(NOT_A_MODEL).run(query=q, documents=docs()),
@@ -149,7 +149,7 @@ def batch_callers(bm25_store: BM25DocumentStore) -> dict[str, Callable[[list], A
             model=NOT_A_MODEL
         ).run(texts=qs),
         "BM25BatchRetriever": lambda qs: BM25BatchRetriever(bm25_store).run(queries=qs),
-        "BM25DocumentStore.bm25_retrieval_batch": lambda qs: bm25_store.bm25_retrieval_batch(qs),
+        "BM25DocumentStore.bm25_retrieval_batch": bm25_store.bm25_retrieval_batch,
         "MixRetrieveBatchRanker": lambda qs: MixRetrieveBatchRanker().run(queries=qs),
     }
 
@@ -165,12 +165,12 @@ def filter_callers(faiss_store: FAISSDocumentStore, bm25_store: BM25DocumentStor
             query_embeddings=[VECTOR], filters=f
         ),
         "FAISSDocumentStore.search": lambda f: faiss_store.search(np.array([VECTOR], np.float32), 3, filters=f),
-        "FAISSDocumentStore.filter_documents": lambda f: faiss_store.filter_documents(f),
+        "FAISSDocumentStore.filter_documents": faiss_store.filter_documents,
         "BM25Retriever": lambda f: BM25Retriever(bm25_store).run(query="volcano", filters=f),
         "BM25Retriever(init)": lambda f: BM25Retriever(bm25_store, filters=f),
         "BM25BatchRetriever": lambda f: BM25BatchRetriever(bm25_store).run(queries=["volcano"], filters=f),
         "BM25DocumentStore.bm25_retrieval": lambda f: bm25_store.bm25_retrieval("volcano", filters=f),
-        "BM25DocumentStore.filter_documents": lambda f: bm25_store.filter_documents(f),
+        "BM25DocumentStore.filter_documents": bm25_store.filter_documents,
     }
 
 
@@ -209,7 +209,8 @@ def test_a_bad_query_in_a_batch_is_named_by_its_position_everywhere(bm25_store, 
 @pytest.mark.parametrize("batch", ["volcano", ("volcano",), None], ids=repr)
 def test_a_batch_that_is_not_a_list_gets_one_message(bm25_store, batch) -> None:
     got = {name: message_of(lambda call=call: call(batch)) for name, call in batch_callers(bm25_store).items()}
-    assert len(set(got.values())) == 1 and next(iter(got.values())).startswith("queries must be a list of strings")
+    assert len(set(got.values())) == 1
+    assert next(iter(got.values())).startswith("queries must be a list of strings")
 
 
 @pytest.mark.parametrize("filters", BAD_FILTERS, ids=lambda f: repr(f)[:30])

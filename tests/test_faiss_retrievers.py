@@ -33,7 +33,8 @@ def store(vectors: np.ndarray, tmp_path: Path) -> FAISSDocumentStore:
 
 def test_single_retriever_returns_the_nearest_documents(store: FAISSDocumentStore, vectors: np.ndarray) -> None:
     documents = FAISSEmbeddingRetriever(store, top_k=3).run(query_embedding=vectors[5].tolist())["documents"]
-    assert len(documents) == 3 and documents[0].id == "d5"
+    assert len(documents) == 3
+    assert documents[0].id == "d5"
     assert documents[0].score == pytest.approx(1.0, abs=1e-5)
     assert [doc.score for doc in documents] == sorted((doc.score for doc in documents), reverse=True)
     assert all(doc.meta["retrieval_type"] == "dense" and doc.embedding is None for doc in documents)
@@ -67,7 +68,8 @@ def test_filter_policies(store: FAISSDocumentStore, vectors: np.ndarray, retriev
             return sorted(doc.id for doc in retriever.run(query_embeddings=[query], **kwargs)["documents"][0])
         return sorted(doc.id for doc in retriever.run(query_embedding=query, **kwargs)["documents"])
 
-    assert len(ids(replace)) == 10 and all(int(doc_id[1:]) % 2 == 1 for doc_id in ids(replace))
+    assert len(ids(replace)) == 10
+    assert all(int(doc_id[1:]) % 2 == 1 for doc_id in ids(replace))
     assert ids(replace, filters=run_filter) == ["d2", "d3", "d4"]
     assert ids(merge, filters=run_filter) == ["d3"]
 
@@ -79,10 +81,12 @@ def test_bad_parameters_raise_value_errors(store: FAISSDocumentStore, retriever_
     with pytest.raises(ValueError, match="document_store must be a FAISSDocumentStore"):
         retriever_class(document_store="not a store")
     retriever = retriever_class(store)
-    with pytest.raises(ValueError, match=r"top_k must be an integer in \[1, 10000\], got -1"):
-        if retriever_class is FAISSEmbeddingRetriever:
+    bad_top_k = r"top_k must be an integer in \[1, 10000\], got -1"
+    if retriever_class is FAISSEmbeddingRetriever:
+        with pytest.raises(ValueError, match=bad_top_k):
             retriever.run(query_embedding=[0.1] * DIM, top_k=-1)
-        else:
+    else:
+        with pytest.raises(ValueError, match=bad_top_k):
             retriever.run(query_embeddings=[[0.1] * DIM], top_k=-1)
 
 

@@ -102,11 +102,14 @@ def test_ivf_searches_exactly_until_trained_then_trains_on_a_big_enough_write(tm
     store = FAISSDocumentStore(path=str(tmp_path / "ivf"), index_factory="IVF8,Flat")
     store.write_documents(docs[:5])  # fewer vectors than the 8 lists: cannot train yet
     hits = store.search(vectors[:1], top_k=10)[0]
-    assert len(hits) == 5 and hits[0].id == "d0"
+    assert len(hits) == 5
+    assert hits[0].id == "d0"
     saved = lambda: faiss.read_index(str(next((tmp_path / "ivf").glob("gen-*")) / "vectors.faiss"))  # noqa: E731
-    assert not saved().is_trained and saved().ntotal == 0
+    assert not saved().is_trained
+    assert saved().ntotal == 0
     store.write_documents(docs[5:])
-    assert saved().is_trained and saved().ntotal == 300
+    assert saved().is_trained
+    assert saved().ntotal == 300
     assert store.search(vectors[10:11], top_k=1)[0][0].id == "d10"
 
 
@@ -118,7 +121,8 @@ def test_deleted_documents_leave_search(factory: str) -> None:
     assert store.search(vectors[:1], top_k=1)[0][0].id == "d0"
     store.delete_documents(["d0"])
     hits = store.search(vectors[:1], top_k=300)[0]
-    assert len(hits) == 299 and "d0" not in {doc.id for doc in hits}
+    assert len(hits) == 299
+    assert "d0" not in {doc.id for doc in hits}
 
 
 def test_hnsw_rebuilds_once_deleted_vectors_outnumber_live_ones() -> None:
@@ -181,7 +185,8 @@ def test_write_embeddings_and_from_npy_match_write_documents(tmp_path) -> None:
     assert by_npy.from_npy(plain, str(tmp_path / "emb.npy")) == 120
     queries = vectors[:5]
     expected = by_lists.search(queries, 5)
-    assert by_matrix.search(queries, 5) == expected and by_npy.search(queries, 5) == expected
+    assert by_matrix.search(queries, 5) == expected
+    assert by_npy.search(queries, 5) == expected
     assert by_npy.filter_documents() == by_lists.filter_documents()
 
 
