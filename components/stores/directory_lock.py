@@ -38,11 +38,6 @@ class DirectoryLock:
         self._fd: int | None = None
         self._depth = 0
 
-    @property
-    def held(self) -> bool:
-        """Whether this object holds the lock now."""
-        return self._fd is not None
-
     def acquire(self) -> None:
         """Take the lock now or raise DirectoryLockedError naming the holder; never waits."""
         if self._fd is not None:
