@@ -1,4 +1,4 @@
-"""Retrievers: FAISS embedding retrievers and BM25 retrievers, single query and batch, one subpackage per backend.
+"""Retrievers: FAISS embedding, BM25 and Milvus (dense, BM25, hybrid), single query and batch, one subpackage each.
 
 Submodules import on first use (Haystack's LazyImporter pattern), so importing one component never
 loads the heavy libraries (torch, faiss, bm25s) of the others.
@@ -12,6 +12,14 @@ from lazy_imports import LazyImporter
 _import_structure = {
     "faiss": ["FAISSEmbeddingRetriever", "FAISSBatchEmbeddingRetriever"],
     "bm25": ["BM25Retriever", "BM25BatchRetriever"],
+    "milvus": [
+        "MilvusEmbeddingRetriever",
+        "MilvusBatchEmbeddingRetriever",
+        "MilvusBM25Retriever",
+        "MilvusBM25BatchRetriever",
+        "MilvusHybridRetriever",
+        "MilvusHybridBatchRetriever",
+    ],
 }
 
 if TYPE_CHECKING:
@@ -19,5 +27,11 @@ if TYPE_CHECKING:
     from .bm25 import BM25Retriever as BM25Retriever
     from .faiss import FAISSBatchEmbeddingRetriever as FAISSBatchEmbeddingRetriever
     from .faiss import FAISSEmbeddingRetriever as FAISSEmbeddingRetriever
+    from .milvus import MilvusBatchEmbeddingRetriever as MilvusBatchEmbeddingRetriever
+    from .milvus import MilvusBM25BatchRetriever as MilvusBM25BatchRetriever
+    from .milvus import MilvusBM25Retriever as MilvusBM25Retriever
+    from .milvus import MilvusEmbeddingRetriever as MilvusEmbeddingRetriever
+    from .milvus import MilvusHybridBatchRetriever as MilvusHybridBatchRetriever
+    from .milvus import MilvusHybridRetriever as MilvusHybridRetriever
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

@@ -1,0 +1,83 @@
+"""What every Milvus retriever shares: its store, checked settings, run-time overrides, and warm_up.
+
+The single-query and batch retrievers of each mode (dense, BM25, Milvus hybrid) differ only in their sockets:
+each run makes one Milvus call with every query of the batch (nq > 1), and ``run_async`` runs it in a worker
+thread so that the event loop (Hayhooks, AsyncPipeline) keeps serving.
+"""
+
+import math
+from typing import Any
+
+from haystack import Document
+from haystack.document_stores.types import FilterPolicy
+
+from components.retrievers.retriever_common import StoreRetrieverBase
+from components.stores.milvus.document_store import MilvusDocumentStore
+
+
+class MilvusRetrieverBase(StoreRetrieverBase[MilvusDocumentStore]):
+    """A retriever over a MilvusDocumentStore: ``document_store``, ``filters``, ``top_k``, ``filter_policy``."""
+
+    _store_type = MilvusDocumentStore
+
+    def __init__(
+        self,
+        document_store: MilvusDocumentStore,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        filter_policy: FilterPolicy = FilterPolicy.REPLACE,
+    ) -> None:
+        """
+        :param document_store: the MilvusDocumentStore to search.
+        :param filters: Haystack filters applied to every query.
+        :param top_k: documents per query, in [1, 10000].
+        :param filter_policy: REPLACE (run-time filters replace init filters) or MERGE (both apply).
+        :raises ValueError: if ``document_store`` is not a MilvusDocumentStore or ``top_k`` is out of range.
+        :raises FilterError: if ``filters`` are not in Haystack's filter syntax.
+        """
+        self._set_common(document_store, filters, top_k, filter_policy)
+
+    def warm_up(self) -> None:
+        """Connect to Milvus and load the collection (idempotent): the first query pays no connection cost."""
+        self.document_store.warm_up()
+
+
+def checked_embeddings(embeddings: Any, name: str, dim: int | None) -> list[list[float]]:
+    """
+    The query embeddings as lists of floats, each as long as the collection's vectors.
+
+    :raises ValueError: naming the first embedding that is not a list of numbers or has another length.
+    """
+    if not isinstance(embeddings, list):
+        raise ValueError(f"{name} must be a list of embeddings, got {type(embeddings).__name__}")
+    expected = dim if dim is not None else (len(embeddings[0]) if embeddings and isinstance(embeddings[0], list) else 0)
+    checked = []
+    for position, embedding in enumerate(embeddings):
+        if not isinstance(embedding, list) or not all(_is_number(value) for value in embedding):
+            raise ValueError(f"{name}[{position}] must be a list of numbers")
+        if len(embedding) != expected or not embedding:
+            raise ValueError(
+                f"{name}[{position}] has {len(embedding)} values; the collection's vectors have {expected or '>= 1'}"
+            )
+        checked.append([float(value) for value in embedding])
+    return checked
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class MilvusSearches(MilvusRetrieverBase):
+    """The three kinds of Milvus search, for whole batches, with this run's filters and ``top_k``."""
+
+    def _dense(
+        self, embeddings: Any, name: str, filters: dict[str, Any] | None, top_k: int | None
+    ) -> list[list[Document]]:
+        filters, top_k = self._run_settings(filters, top_k)
+        store = self.document_store
+        store.warm_up()
+        return store.embedding_search(checked_embeddings(embeddings, name, store.dim), top_k, filters)
+
+    def _bm25(self, queries: list[str], filters: dict[str, Any] | None, top_k: int | None) -> list[list[Document]]:
+        filters, top_k = self._run_settings(filters, top_k)
+        return self.document_store.bm25_search(queries, top_k, filters)

@@ -1,0 +1,105 @@
+"""Create a Milvus collection with the seed's schema, or check that an existing one matches the settings.
+
+The schema is UltraRAG's (VARCHAR id up to ``id_max_length``, FLOAT_VECTOR, VARCHAR text up to
+``text_max_length``) plus, with ``bm25``, a sparse field filled by Milvus's BM25 function from the text, each
+with its index (dense: ``index_params`` with ``metric_type``; sparse: SPARSE_INVERTED_INDEX with BM25). An
+existing collection is used only if its fields, dimension and metric are the ones asked for; otherwise a
+one-line error names the collection, what differs and the setting to change, and nothing is written.
+"""
+
+from typing import Any
+
+from haystack.document_stores.errors import DocumentStoreError
+from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+from components.stores.milvus.settings import MilvusSettings
+
+
+class MilvusCollectionError(DocumentStoreError):
+    """A Milvus collection cannot be used as configured (missing, or built with other fields, size or metric)."""
+
+
+def where(settings: MilvusSettings) -> str:
+    """How errors name the collection: its name and the URI it lives at."""
+    return f"Milvus collection {settings.collection_name!r} at {settings.uri}"
+
+
+def create_collection(client: MilvusClient, settings: MilvusSettings, dim: int) -> None:
+    """Create the collection, its indexes, and load it for search."""
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=True)
+    schema.add_field(settings.id_field_name, DataType.VARCHAR, is_primary=True, max_length=settings.id_max_length)
+    text_options: dict[str, Any] = {}
+    if settings.bm25:
+        text_options = {"enable_analyzer": True, "analyzer_params": settings.analyzer_params()}
+    schema.add_field(settings.text_field_name, DataType.VARCHAR, max_length=settings.text_max_length, **text_options)
+    schema.add_field(settings.vector_field_name, DataType.FLOAT_VECTOR, dim=dim)
+    if settings.bm25:
+        schema.add_field(settings.sparse_field_name, DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(
+            Function(
+                name=f"{settings.sparse_field_name}_bm25",
+                input_field_names=[settings.text_field_name],
+                output_field_names=[settings.sparse_field_name],
+                function_type=FunctionType.BM25,
+            )
+        )
+    index = client.prepare_index_params()
+    index.add_index(settings.vector_field_name, **settings.dense_index())
+    if settings.bm25:
+        index.add_index(settings.sparse_field_name, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    client.create_collection(
+        settings.collection_name, schema=schema, index_params=index, consistency_level=settings.consistency_level
+    )
+    client.load_collection(settings.collection_name, timeout=settings.timeout)
+
+
+def check_collection(client: MilvusClient, settings: MilvusSettings, dim: int | None) -> int:
+    """
+    Check an existing collection against the settings (and ``dim`` when known); return its dimension.
+
+    :raises MilvusCollectionError: naming what differs and the setting that selects another collection.
+    """
+    fields = {f["name"]: f for f in client.describe_collection(settings.collection_name)["fields"]}
+    hint = "use another collection_name, or drop the collection to rebuild it"
+    expected = {
+        settings.id_field_name: (DataType.VARCHAR, "id_field_name"),
+        settings.text_field_name: (DataType.VARCHAR, "text_field_name"),
+        settings.vector_field_name: (DataType.FLOAT_VECTOR, "vector_field_name"),
+    }
+    if settings.bm25:
+        expected[settings.sparse_field_name] = (DataType.SPARSE_FLOAT_VECTOR, "sparse_field_name")
+    for name, (kind, setting) in expected.items():
+        if name not in fields or fields[name]["type"] != kind:
+            raise MilvusCollectionError(
+                f"{where(settings)} has no {kind.name} field {name!r} (its fields: {', '.join(fields)}): "
+                f"set {setting}, or {hint}"
+            )
+    found = int(fields[settings.vector_field_name]["params"]["dim"])
+    if dim is not None and found != dim:
+        raise MilvusCollectionError(
+            f"{where(settings)} holds {found}-dimensional vectors, these are {dim}-dimensional: "
+            f"embed with the collection's model, or {hint}"
+        )
+    metric = dense_metric(client, settings)
+    if metric is not None and metric != settings.metric_type:
+        raise MilvusCollectionError(
+            f"{where(settings)} is indexed with metric {metric}, not {settings.metric_type}: "
+            f"set metric_type={metric}, or {hint}"
+        )
+    return found
+
+
+def dense_metric(client: MilvusClient, settings: MilvusSettings) -> str | None:
+    """The metric of the dense field's index (None when it has no index)."""
+    names = client.list_indexes(settings.collection_name, field_name=settings.vector_field_name)
+    if not names:
+        return None
+    metric: str = client.describe_index(settings.collection_name, names[0])["metric_type"]
+    return metric
+
+
+def ensure_loaded(client: MilvusClient, settings: MilvusSettings) -> None:
+    """Load the collection for search if it is not (a reopened database starts unloaded)."""
+    state = client.get_load_state(settings.collection_name)["state"]
+    if getattr(state, "name", str(state)) != "Loaded":
+        client.load_collection(settings.collection_name, timeout=settings.timeout)

@@ -1,0 +1,173 @@
+"""The Milvus store's settings (UltraRAG's ``index_backend_configs.milvus``), checked once at init.
+
+Every setting is a JSON-able value, so a store serialises to YAML and back unchanged; each bad value is a
+ValueError naming the setting and what it allows. The BM25 analyzer is chosen by name (``english``,
+``chinese``, ``standard``) or given as Milvus ``analyzer_params``, never as code.
+"""
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+METRICS = ("IP", "COSINE", "L2")
+LITE_SUFFIX = ".db"
+REMOTE_SCHEMES = ("http://", "https://", "tcp://", "unix:")
+MAX_VARCHAR = 65_535
+NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+CONSISTENCY_LEVELS = ("Strong", "Session", "Bounded", "Eventually")
+
+# English stop words (Lucene's list, which Milvus's "english" analyzer also drops).
+ENGLISH_STOP_WORDS = [
+    "a",
+    "an",
+    "and",
+    "are",
+    "as",
+    "at",
+    "be",
+    "but",
+    "by",
+    "for",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "no",
+    "not",
+    "of",
+    "on",
+    "or",
+    "such",
+    "that",
+    "the",
+    "their",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "to",
+    "was",
+    "will",
+    "with",
+]
+
+# Lowercase, stem (Snowball English) and drop stop words on a Milvus server. Milvus Lite's standard tokenizer
+# splits on \w+, lowercases and applies the stop filter but ignores the stemmer, so the same settings run
+# there without stemming (``MilvusDocumentStore.bm25_analyzer_in_use`` says which one ran).
+ANALYZERS: dict[str, dict[str, Any]] = {
+    "english": {
+        "tokenizer": "standard",
+        "filter": [
+            "lowercase",
+            {"type": "stop", "stop_words": ENGLISH_STOP_WORDS},
+            {"type": "stemmer", "language": "english"},
+        ],
+    },
+    "chinese": {"tokenizer": "jieba"},
+    "standard": {"tokenizer": "standard", "filter": ["lowercase"]},
+}
+
+
+def is_lite(uri: str) -> bool:
+    """Whether ``uri`` names a Milvus Lite database on this machine (a local path) rather than a server."""
+    return not uri.startswith(REMOTE_SCHEMES)
+
+
+@dataclass(frozen=True)
+class MilvusSettings:
+    """Where the collection lives, its field names and limits, and how it is indexed and searched."""
+
+    uri: str = "milvus.db"
+    collection_name: str = "needle"
+    id_field_name: str = "id"
+    vector_field_name: str = "vector"
+    text_field_name: str = "contents"
+    sparse_field_name: str = "sparse"
+    id_max_length: int = 64
+    text_max_length: int = 60_000
+    metric_type: str = "IP"
+    index_params: dict[str, Any] | None = None
+    search_params: dict[str, Any] | None = None
+    index_chunk_size: int = 1000
+    bm25: bool = True
+    bm25_analyzer: str | dict[str, Any] = "english"
+    consistency_level: str = "Session"
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        """Refuse a bad value at init, naming the setting and its allowed values."""
+        self._check_uri()
+        for name in ("collection_name", "id_field_name", "vector_field_name", "text_field_name", "sparse_field_name"):
+            _check_name(name, getattr(self, name))
+        fields = [self.id_field_name, self.vector_field_name, self.text_field_name, self.sparse_field_name]
+        if len(set(fields)) != len(fields):
+            raise ValueError(f"id, vector, text and sparse field names must differ, got {fields}")
+        _check_int("id_max_length", self.id_max_length, 1, MAX_VARCHAR)
+        _check_int("text_max_length", self.text_max_length, 1, MAX_VARCHAR)
+        _check_int("index_chunk_size", self.index_chunk_size, 1, 100_000)
+        if self.metric_type not in METRICS:
+            raise ValueError(f"metric_type must be one of {', '.join(METRICS)}, got {self.metric_type!r}")
+        if self.consistency_level not in CONSISTENCY_LEVELS:
+            raise ValueError(f"consistency_level must be one of {', '.join(CONSISTENCY_LEVELS)}")
+        for name in ("index_params", "search_params"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, dict):
+                raise ValueError(f"{name} must be a dict of Milvus index/search parameters or None")
+        self._check_index_metric()
+        self.analyzer_params()  # checks bm25_analyzer
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not 0 < self.timeout <= 3600:
+            raise ValueError(f"timeout must be a number of seconds in (0, 3600], got {self.timeout!r}")
+
+    def _check_uri(self) -> None:
+        if not isinstance(self.uri, str) or not self.uri.strip():
+            raise ValueError("uri must be a local path ending in .db (Milvus Lite) or http://host:port (a server)")
+        if is_lite(self.uri) and not self.uri.endswith(LITE_SUFFIX):
+            raise ValueError(
+                f"uri {self.uri!r}: a Milvus Lite database is a local path ending in {LITE_SUFFIX!r} "
+                f"(e.g. 'index/milvus.db'); a server is http://host:port"
+            )
+
+    def _check_index_metric(self) -> None:
+        given = (self.index_params or {}).get("metric_type")
+        if given is not None and given != self.metric_type:
+            raise ValueError(
+                f"index_params metric_type {given!r} differs from metric_type {self.metric_type!r}; set metric_type"
+            )
+
+    def analyzer_params(self) -> dict[str, Any]:
+        """The Milvus ``analyzer_params`` of the BM25 text field, from a preset name or given as a dict."""
+        if isinstance(self.bm25_analyzer, dict):
+            return dict(self.bm25_analyzer)
+        if self.bm25_analyzer not in ANALYZERS:
+            raise ValueError(
+                f"bm25_analyzer must be one of {', '.join(ANALYZERS)} or a dict of Milvus analyzer_params, "
+                f"got {self.bm25_analyzer!r}"
+            )
+        return ANALYZERS[self.bm25_analyzer]
+
+    def dense_index(self) -> dict[str, Any]:
+        """The dense field's index: AUTOINDEX with ``metric_type`` unless ``index_params`` says otherwise."""
+        return {"index_type": "AUTOINDEX", "params": {}, **(self.index_params or {}), "metric_type": self.metric_type}
+
+    def dense_search(self) -> dict[str, Any]:
+        """The dense search parameters, always with the index's metric."""
+        return {"params": {}, **(self.search_params or {}), "metric_type": self.metric_type}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as JSON-able init parameters."""
+        return asdict(self)
+
+
+def _check_name(setting: str, value: Any) -> None:
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+        raise ValueError(
+            f"{setting} must start with a letter or '_' and hold only letters, digits and '_' "
+            f"(at most 255), got {value!r}"
+        )
+
+
+def _check_int(setting: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{setting} must be an integer in [{low}, {high}], got {value!r}")
