@@ -12,6 +12,10 @@ from lazy_imports import LazyImporter
 _import_structure = {
     "embedding_file": ["EmbeddingFileError", "load_embeddings", "save_embeddings"],
     "model_resolver": ["resolve_model"],
+    "openai_batch_text_embedder": ["OpenAIBatchTextEmbedder"],
+    "openai_document_embedder": ["OpenAIDocumentEmbedder"],
+    "openai_protocol": ["OpenAIEmbeddingError"],
+    "openai_text_embedder": ["OpenAITextEmbedder"],
     "sentence_transformers_batch_text_embedder": ["SentenceTransformersBatchTextEmbedder"],
     "sentence_transformers_document_embedder": ["SentenceTransformersDocumentEmbedder"],
     "sentence_transformers_text_embedder": ["SentenceTransformersTextEmbedder"],
@@ -22,6 +26,10 @@ if TYPE_CHECKING:
     from .embedding_file import load_embeddings as load_embeddings
     from .embedding_file import save_embeddings as save_embeddings
     from .model_resolver import resolve_model as resolve_model
+    from .openai_batch_text_embedder import OpenAIBatchTextEmbedder as OpenAIBatchTextEmbedder
+    from .openai_document_embedder import OpenAIDocumentEmbedder as OpenAIDocumentEmbedder
+    from .openai_protocol import OpenAIEmbeddingError as OpenAIEmbeddingError
+    from .openai_text_embedder import OpenAITextEmbedder as OpenAITextEmbedder
     from .sentence_transformers_batch_text_embedder import (
         SentenceTransformersBatchTextEmbedder as SentenceTransformersBatchTextEmbedder,
     )

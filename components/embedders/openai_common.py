@@ -1,0 +1,272 @@
+"""What our OpenAI-compatible embedders share: options, the SDK clients, batching, concurrency and retries.
+
+Haystack's `OpenAITextEmbedder` / `OpenAIDocumentEmbedder` send one batch after another and leave retries to
+the SDK (fixed 0.5 s back-off, any 4xx body trusted). UltraRAG's `openai` backend keeps several batches in
+flight under a `concurrency` limit; that is what this base does, with the official `openai` SDK pointed at
+`base_url`:
+
+* texts go out in requests of `batch_size`, at most `concurrency` at once (threads for `run`, tasks for
+  `run_async`), and come back as one matrix in input order whatever order the requests finish in;
+* timeouts, lost connections, 408/409/429 and 5xx are retried `max_retries` times, waiting `backoff * 2**n`
+  seconds (longer if the server's `Retry-After` says so); anything else fails at once with the server's own
+  message (see `openai_protocol`), and so does every answer that does not hold one vector per input;
+* the API key is a Haystack `Secret`, by default the first of `OPENAI_API_KEY` / `RETRIEVER_API_KEY` that is
+  set; a self-hosted server (`base_url` given) may need none.
+
+Clients are built in `warm_up` / `warm_up_async` (idempotent; an async client is rebuilt when it belongs to
+another event loop) and released in `close` / `close_async`.
+"""
+
+import asyncio
+import concurrent.futures
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, ClassVar, Self
+from urllib.parse import urlsplit
+
+import numpy as np
+import openai
+from haystack import default_from_dict, default_to_dict
+from haystack.utils import Secret
+
+from components.embedders.openai_protocol import (
+    Matrix,
+    OpenAIEmbeddingError,
+    failure,
+    is_retryable,
+    parse_embeddings,
+    retry_delay,
+)
+from components.rankers.reranker_base import check_int, check_number
+
+DEFAULT_MODEL = "text-embedding-3-small"
+DEFAULT_API_KEY = Secret.from_env_var(["OPENAI_API_KEY", "RETRIEVER_API_KEY"], strict=False)
+MAX_BATCH_SIZE = 2048  # OpenAI's limit on inputs per request
+MAX_URL_CHARS = 2048
+PLACEHOLDER_KEY = "none"  # the SDK insists on a key; a self-hosted server without auth ignores this one
+Meta = dict[str, Any]
+
+
+def check_base_url(base_url: Any) -> str | None:
+    """None (OpenAI, or `OPENAI_BASE_URL`) or an http(s) URL naming a host, e.g. ``http://127.0.0.1:7997/v1``."""
+    if base_url is None:
+        return None
+    if not isinstance(base_url, str) or not 1 <= len(base_url) <= MAX_URL_CHARS:
+        raise ValueError(f"base_url must be None or a string of 1..{MAX_URL_CHARS} characters, got {base_url!r}")
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"base_url must start with http:// or https:// and name a host, got {base_url!r}")
+    return base_url
+
+
+def check_string(name: str, value: Any, *, empty: bool = True) -> str:
+    """A string (non-empty unless `empty`); the error names the parameter."""
+    if not isinstance(value, str) or (not empty and not value):
+        raise ValueError(f"{name} must be a {'' if empty else 'non-empty '}string, got {value!r}")
+    return value
+
+
+class OpenAIEmbedderBase:
+    """Options, clients and request machinery of our OpenAI-compatible embedders.
+
+    A subclass calls `_configure` from its `__init__`, lists its init parameters in `_init_parameters` (that
+    is what `to_dict` writes), and adds `run` / `run_async` on top of `_embed` / `_embed_async`.
+    """
+
+    _init_parameters: ClassVar[tuple[str, ...]]
+    client: openai.OpenAI | None
+    async_client: openai.AsyncOpenAI | None
+
+    def _configure(
+        self,
+        *,
+        model_name: str,
+        base_url: str | None,
+        api_key: Secret | None,
+        dimensions: int | None,
+        prefix: str,
+        suffix: str,
+        timeout: float,
+        max_retries: int,
+        backoff: float,
+        batch_size: int = 1,
+        concurrency: int = 1,
+    ) -> None:
+        """Check and keep the options shared by all three embedders.
+
+        :raises ValueError: An option outside its allowed range; the message names it and the range.
+        """
+        self.model_name = check_string("model_name", model_name, empty=False)
+        self.base_url = check_base_url(base_url)
+        if api_key is not None and not isinstance(api_key, Secret):
+            raise ValueError("api_key must be a haystack.utils.Secret (e.g. Secret.from_env_var('OPENAI_API_KEY'))")
+        self.api_key = api_key
+        self.dimensions = None if dimensions is None else check_int("dimensions", dimensions, 1, 65536)
+        self.prefix = check_string("prefix", prefix)
+        self.suffix = check_string("suffix", suffix)
+        self.timeout = check_number("timeout", timeout, 0, 3600, low_open=True)
+        self.max_retries = check_int("max_retries", max_retries, 0, 10)
+        self.backoff = check_number("backoff", backoff, 0, 60)
+        self.batch_size = check_int("batch_size", batch_size, 1, MAX_BATCH_SIZE)
+        self.concurrency = check_int("concurrency", concurrency, 1, 64)
+        self.client = None
+        self.async_client = None
+        self._async_loop: weakref.ReferenceType[asyncio.AbstractEventLoop] | None = None
+        self._key_missing = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component; the API key stays a reference to its environment variables."""
+        return default_to_dict(self, **{name: getattr(self, name) for name in self._init_parameters})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Rebuild the component from `to_dict` output (the key is read from the environment again)."""
+        return default_from_dict(cls, data)
+
+    def _get_telemetry_data(self) -> dict[str, Any]:
+        """Data Haystack sends to its usage analytics (as its own embedders do): the model name."""
+        return {"model": self.model_name}
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        """Key, URL and timeout for an SDK client; the SDK's own retries are off, ours apply instead."""
+        key = self.api_key.resolve_value() if self.api_key is not None else None
+        if not key and self.base_url is None:
+            raise ValueError(
+                "api_key: no key found in OPENAI_API_KEY or RETRIEVER_API_KEY; the OpenAI API needs one "
+                "(pass api_key=Secret.from_env_var(...), or base_url for a self-hosted server)"
+            )
+        self._key_missing = not key
+        return {"api_key": key or PLACEHOLDER_KEY, "base_url": self.base_url, "timeout": self.timeout, "max_retries": 0}
+
+    def warm_up(self) -> None:
+        """Create the synchronous client (idempotent); no request is sent."""
+        if self.client is None:
+            self.client = openai.OpenAI(**self._client_kwargs())
+
+    async def warm_up_async(self) -> None:
+        """Create the asynchronous client on the running event loop (again if the loop changed)."""
+        loop = asyncio.get_running_loop()
+        if self.async_client is None or self._async_loop is None or self._async_loop() is not loop:
+            self.async_client = openai.AsyncOpenAI(**self._client_kwargs())
+            self._async_loop = weakref.ref(loop)
+
+    def close(self) -> None:
+        """Release the synchronous client's connections."""
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    async def close_async(self) -> None:
+        """Release the asynchronous client's connections."""
+        if self.async_client is not None:
+            await self.async_client.close()
+            self.async_client = None
+
+    def _request(self, batch: list[str]) -> dict[str, Any]:
+        """The body of one `/embeddings` request (floats, not the SDK's default base64, which not all servers speak)."""
+        request: dict[str, Any] = {"model": self.model_name, "input": batch, "encoding_format": "float"}
+        if self.dimensions is not None:
+            request["dimensions"] = self.dimensions
+        return request
+
+    def _batches(self, texts: list[str]) -> list[list[str]]:
+        """`texts` cut into consecutive requests of `batch_size`."""
+        return [texts[start : start + self.batch_size] for start in range(0, len(texts), self.batch_size)]
+
+    def _embed(self, texts: list[str], on_batch: Callable[[int], object] | None = None) -> tuple[Matrix, Meta]:
+        """Embed `texts` (non-empty) in batches on up to `concurrency` threads; rows in input order.
+
+        :param on_batch: Called with the size of each batch once it is embedded (a progress bar's `update`).
+        """
+        self.warm_up()
+        batches = self._batches(texts)
+        workers = min(self.concurrency, len(batches))
+        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="openai-embed") as pool:
+            futures = [pool.submit(self._embed_batch, batch) for batch in batches]
+            if on_batch is not None:
+                for batch, future in zip(batches, futures, strict=True):
+                    future.add_done_callback(_reporter(on_batch, len(batch)))
+            done, _ = concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
+            if any(future.exception() is not None for future in done):
+                pool.shutdown(cancel_futures=True)
+            results = [future.result() for future in futures]  # the first failure in input order is raised
+        return _combine(results)
+
+    async def _embed_async(self, texts: list[str]) -> tuple[Matrix, Meta]:
+        """Async twin of `_embed`: at most `concurrency` requests in flight; the first failure cancels the rest."""
+        await self.warm_up_async()
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def gated(batch: list[str]) -> tuple[Matrix, Meta]:
+            async with gate:
+                return await self._embed_batch_async(batch)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(gated(batch)) for batch in self._batches(texts)]
+        except BaseExceptionGroup as failures:
+            raise failures.exceptions[0] from None
+        return _combine([task.result() for task in tasks])
+
+    def _embed_batch(self, batch: list[str]) -> tuple[Matrix, Meta]:
+        """One request, retried as the module docstring says; the checked matrix and meta of its answer."""
+        assert self.client is not None  # built by warm_up in _embed
+        attempt = 0
+        while True:
+            try:
+                raw = self.client.embeddings.with_raw_response.create(**self._request(batch))
+            except openai.OpenAIError as exc:
+                self._give_up_unless_retryable(exc, len(batch), attempt, self.client.base_url)
+                time.sleep(retry_delay(exc, attempt, self.backoff))
+                attempt += 1
+            else:
+                return parse_embeddings(raw.content, len(batch), self.dimensions, self._url(self.client.base_url))
+
+    async def _embed_batch_async(self, batch: list[str]) -> tuple[Matrix, Meta]:
+        """Async twin of `_embed_batch`."""
+        assert self.async_client is not None  # built by warm_up_async in _embed_async
+        attempt = 0
+        while True:
+            try:
+                raw = await self.async_client.embeddings.with_raw_response.create(**self._request(batch))
+            except openai.OpenAIError as exc:
+                self._give_up_unless_retryable(exc, len(batch), attempt, self.async_client.base_url)
+                await asyncio.sleep(retry_delay(exc, attempt, self.backoff))
+                attempt += 1
+            else:
+                return parse_embeddings(raw.content, len(batch), self.dimensions, self._url(self.async_client.base_url))
+
+    def _give_up_unless_retryable(self, exc: openai.OpenAIError, count: int, attempt: int, base: object) -> None:
+        """Raise an `OpenAIEmbeddingError` for `exc` unless it may be retried and retries are left."""
+        if attempt >= self.max_retries or not is_retryable(exc):
+            raise failure(exc, self._url(base), count, attempt + 1, self._key_missing) from exc
+
+    @staticmethod
+    def _url(base: object) -> str:
+        """The embeddings endpoint under a client's base URL (which the SDK keeps with a trailing slash)."""
+        return f"{str(base).rstrip('/')}/embeddings"
+
+
+def _reporter(on_batch: Callable[[int], object], size: int) -> Callable[[concurrent.futures.Future[Any]], None]:
+    """A done-callback that reports `size` texts once their batch succeeded (not when it failed or was cancelled)."""
+
+    def report(future: concurrent.futures.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            on_batch(size)
+
+    return report
+
+
+def _combine(results: list[tuple[Matrix, Meta]]) -> tuple[Matrix, Meta]:
+    """Stack per-batch matrices in order and add up their token usage."""
+    widths = {matrix.shape[1] for matrix, _ in results}
+    if len(widths) > 1:
+        raise OpenAIEmbeddingError(f"the server answered batches with vectors of different widths {sorted(widths)}")
+    meta: Meta = {}
+    for _, part in results:
+        meta.setdefault("model", part.get("model"))
+        for key, count in part.get("usage", {}).items():
+            meta.setdefault("usage", {})
+            meta["usage"][key] = meta["usage"].get(key, 0) + count
+    return np.concatenate([matrix for matrix, _ in results]), meta

@@ -1,0 +1,120 @@
+"""Query embedder for any OpenAI-compatible embedding server (OpenAI, Infinity, vLLM, TEI, ...).
+
+Haystack's `OpenAITextEmbedder` with the UltraRAG seed's `openai` backend options: `model_name`, `base_url`
+and an `api_key` read from `OPENAI_API_KEY` or `RETRIEVER_API_KEY`; plus `query_instruction` (as our
+sentence-transformers query embedder), the query checks every mode shares, our own retries with back-off,
+and a check that the answer really holds one vector. Same sockets as Haystack's: `text` in, `embedding` and
+`meta` out, so it drops into the same search pipelines.
+"""
+
+from typing import Any
+
+from haystack import component
+from haystack.utils import Secret
+
+from components.checks import check_query
+from components.embedders.openai_common import DEFAULT_API_KEY, DEFAULT_MODEL, OpenAIEmbedderBase, check_string
+
+
+class OpenAIQueryEmbedderBase(OpenAIEmbedderBase):
+    """Options and serialization shared by the single-query and the batch-query embedder."""
+
+    _init_parameters = (
+        "model_name",
+        "base_url",
+        "api_key",
+        "dimensions",
+        "query_instruction",
+        "prefix",
+        "suffix",
+        "batch_size",
+        "concurrency",
+        "timeout",
+        "max_retries",
+        "backoff",
+    )
+
+    def __init__(
+        self,
+        *,
+        model_name: str = DEFAULT_MODEL,
+        base_url: str | None = None,
+        api_key: Secret | None = DEFAULT_API_KEY,
+        dimensions: int | None = None,
+        query_instruction: str = "",
+        prefix: str = "",
+        suffix: str = "",
+        batch_size: int = 32,
+        concurrency: int = 4,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+    ) -> None:
+        """Create the embedder; no connection is made until the first `run`.
+
+        :param model_name: The model the server should use (the `model` field of each request).
+        :param base_url: The API root, e.g. ``http://127.0.0.1:7997/v1``; None: OpenAI (or `OPENAI_BASE_URL`).
+        :param api_key: Sent as ``Authorization: Bearer``; by default the first of `OPENAI_API_KEY` and
+            `RETRIEVER_API_KEY` that is set. Required for OpenAI itself; a self-hosted server may need none.
+        :param dimensions: Ask for vectors of this width (1..65536; models with Matryoshka training such as
+            text-embedding-3); answers of another width are refused. None: the model's own width.
+        :param query_instruction: Text put before every query (the seed's `query_instruction`), before `prefix`.
+        :param prefix: Text put before every query, after `query_instruction`.
+        :param suffix: Text put after every query.
+        :param batch_size: Queries per request, 1..2048 (OpenAI's limit); used by the batch embedder.
+        :param concurrency: Requests in flight at once, 1..64; used by the batch embedder.
+        :param timeout: Seconds to wait for each request, (0, 3600].
+        :param max_retries: Extra attempts after a timeout, a lost connection, 408/409/429 or 5xx, 0..10.
+        :param backoff: Seconds before the first retry, doubled each time, 0..60.
+        :raises ValueError: An option outside its allowed range (the message names it and the range).
+        """
+        self._configure(
+            model_name=model_name,
+            base_url=base_url,
+            api_key=api_key,
+            dimensions=dimensions,
+            prefix=prefix,
+            suffix=suffix,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            batch_size=batch_size,
+            concurrency=concurrency,
+        )
+        self.query_instruction = check_string("query_instruction", query_instruction)
+
+    def _query_text(self, text: str) -> str:
+        """The exact string embedded for a query: instruction, prefix, text, suffix."""
+        return self.query_instruction + self.prefix + text + self.suffix
+
+
+@component
+class OpenAITextEmbedder(OpenAIQueryEmbedderBase):
+    """Embeds one query string through an OpenAI-compatible `/embeddings` endpoint.
+
+    ```python
+    embedder = OpenAITextEmbedder(model_name="bge-small-en-v1.5", base_url="http://127.0.0.1:7997/v1")
+    vector = embedder.run(text="what causes scurvy?")["embedding"]
+    ```
+    """
+
+    @component.output_types(embedding=list[float], meta=dict[str, Any])
+    def run(self, text: str) -> dict[str, Any]:
+        """Embed one query.
+
+        :param text: The query: not blank, at most 1,048,576 characters, valid Unicode (as in every mode).
+        :returns: `{"embedding": list[float], "meta": {"model", "usage"}}` (meta as the server reports it).
+        :raises ValueError: `text` breaks the query rules of `components.checks` (a list is pointed to the batch
+            embedder).
+        :raises OpenAIEmbeddingError: The server failed after retries, refused the key, or sent no usable vector.
+        """
+        check_query(text)
+        matrix, meta = self._embed([self._query_text(text)])
+        return {"embedding": matrix[0].tolist(), "meta": meta}
+
+    @component.output_types(embedding=list[float], meta=dict[str, Any])
+    async def run_async(self, text: str) -> dict[str, Any]:
+        """Async twin of `run`, with the same input, output and errors."""
+        check_query(text)
+        matrix, meta = await self._embed_async([self._query_text(text)])
+        return {"embedding": matrix[0].tolist(), "meta": meta}
