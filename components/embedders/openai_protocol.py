@@ -86,7 +86,7 @@ def failure(exc: openai.OpenAIError, url: str, count: int, attempts: int, key_mi
     """The error to raise once ``exc`` ends a request of ``count`` texts after ``attempts`` attempts."""
     tries = f"{attempts} attempt(s)"
     if isinstance(exc, openai.APITimeoutError):
-        return OpenAIEmbeddingError(f"{url} did not answer a request of {count} texts in time ({tries})")
+        return OpenAIEmbeddingError(f"{url} did not answer a request of {count} text(s) in time ({tries})")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
         return OpenAIEmbeddingError(f"could not reach {url} ({tries}): {type(cause).__name__}: {cause}")
@@ -102,7 +102,7 @@ def failure(exc: openai.OpenAIError, url: str, count: int, attempts: int, key_mi
         return OpenAIEmbeddingError(f"{url} refused the API key (HTTP 401, not retried; {hint}): {said}", status)
     retried = "" if is_retryable(exc) else ", not retried"
     return OpenAIEmbeddingError(
-        f"{url} answered HTTP {status} to a request of {count} texts ({tries}{retried}): {said}", status
+        f"{url} answered HTTP {status} to a request of {count} text(s) ({tries}{retried}): {said}", status
     )
 
 
@@ -113,7 +113,7 @@ def parse_embeddings(content: bytes, count: int, dimensions: int | None, url: st
         embeddings than inputs, repeats or misses an index, or has a vector that is not all finite numbers of
         the common (or requested) width.
     """
-    where = f"{url} answered HTTP 200 to a request of {count} texts"
+    where = f"{url} answered HTTP 200 to a request of {count} text(s)"
     try:
         payload = json.loads(content)
     except (UnicodeDecodeError, ValueError):
