@@ -37,13 +37,13 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_readme_has_the_examples_this_test_runs() -> None:
-    assert len(blocks("python")) == 2
+    assert len(blocks("python")) == 3
     assert len(blocks("console")) == 2
     assert "make run" in blocks("bash")[0]
     assert "make test" in blocks("bash")[0]
 
 
-@pytest.mark.parametrize("index", [0, 1])
+@pytest.mark.parametrize("index", [0, 1, 2])
 def test_python_example_runs(workdir: Path, index: int) -> None:
     code = blocks("python")[index]
     exec(compile(code, f"README.md python block {index + 1}", "exec"), {"__name__": "__readme__"})
