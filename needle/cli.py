@@ -1,8 +1,9 @@
 """`needle`: build, search and evaluate retrieval indexes made of Haystack pipelines.
 
     needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
+                [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]]
     needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--json]
-    needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--split test]
+    needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
     needle serve DIR [--host H] [--port P]      (Hayhooks: POST /<mode>_search/run {"query": ...})
 
@@ -23,7 +24,7 @@ from typing import NoReturn
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.checks import MAX_TOP_K, check_queries
-from needle.index_dir import DEFAULT_MODEL, NeedleError
+from needle.index_dir import DEFAULT_MODEL, STORES, NeedleError
 from needle.search import MODES
 
 EXIT_USAGE = 2
@@ -31,8 +32,10 @@ EXIT_USAGE = 2
 
 def cmd_index(args: argparse.Namespace) -> None:
     """Build (or rebuild) an index directory from a corpus JSONL."""
-    from needle.indexing import build_index
+    from needle.indexing import StoreChoice, build_index
 
+    if args.store == "faiss" and (args.uri is not None or args.collection is not None):
+        raise NeedleError("--uri and --collection need --store milvus (FAISS keeps its index inside --out)")
     start = time.perf_counter()
     manifest = build_index(
         Path(args.corpus),
@@ -42,9 +45,16 @@ def cmd_index(args: argparse.Namespace) -> None:
         dense=not args.no_dense,
         bm25=args.bm25,
         lang=args.lang,
+        target=StoreChoice(args.store, args.uri, args.collection),
     )
     took = time.perf_counter() - start
-    print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {args.out} in {took:.1f}s")
+    where = ""
+    if manifest.store == "milvus":
+        from needle.milvus_index import MilvusPlace
+
+        place = MilvusPlace(str(manifest.uri), str(manifest.collection))
+        where = f" (Milvus collection {place.collection} at {place.uri_under(Path(args.out) / manifest.generation)})"
+    print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {args.out}{where} in {took:.1f}s")
 
 
 def cmd_search(args: argparse.Namespace) -> None:
@@ -58,7 +68,10 @@ def cmd_search(args: argparse.Namespace) -> None:
     # No "Loading weights" bar above the answers (transformers leaves this function unannotated).
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated upstream
     searcher = Searcher(Path(args.index_dir), mode=args.mode, top_k=args.top_k, model=args.model)
-    results = searcher.search(args.queries)
+    try:
+        results = searcher.search(args.queries)
+    finally:
+        searcher.close()
     if args.json:
         print(json.dumps([as_hits(docs) for docs in results], ensure_ascii=False))
         return
@@ -83,6 +96,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
             Path(args.dataset_dir),
             split=args.split,
             mode=args.mode,
+            store=args.store,
             model=args.model,
             pipeline=Path(args.pipeline) if args.pipeline else None,
             index_dir=Path(args.index_dir) if args.index_dir else None,
@@ -120,14 +134,40 @@ def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="needle", description="Retrieval indexes built from Haystack pipelines.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    ix = sub.add_parser("index", help="embed a corpus JSONL and index it (FAISS, optionally BM25)")
+    ix = sub.add_parser("index", help="embed a corpus JSONL and index it (FAISS or Milvus, optionally BM25)")
     ix.add_argument("corpus", help="corpus JSONL (UltraRAG `contents` lines or BEIR `_id`/`title`/`text` lines)")
     ix.add_argument("--out", required=True, help="index directory to create, or an index to rebuild (atomically)")
     ix.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model (default {DEFAULT_MODEL})")
     ix.add_argument("--overwrite", action="store_true", help="re-encode even if the index's embeddings match")
-    ix.add_argument("--bm25", action="store_true", help="also build a BM25 index")
-    ix.add_argument("--no-dense", action="store_true", help="BM25 only: skip embeddings and FAISS")
-    ix.add_argument("--lang", default="en", choices=["en", "zh", "character"], help="BM25 tokenizer language")
+    ix.add_argument(
+        "--bm25",
+        action="store_true",
+        help="also build a BM25 index (with --store milvus: Milvus's BM25 function on the collection, so BM25 "
+        "and hybrid search run inside Milvus)",
+    )
+    ix.add_argument("--no-dense", action="store_true", help="BM25 only: skip embeddings and FAISS (FAISS store only)")
+    ix.add_argument(
+        "--lang",
+        default="en",
+        choices=["en", "zh", "character"],
+        help="BM25 tokenizer language (milvus: en = Milvus's english analyzer, zh = jieba; no character)",
+    )
+    ix.add_argument(
+        "--store",
+        default="faiss",
+        choices=STORES,
+        help="faiss (default): FAISS + bm25s files in DIR; milvus: one Milvus collection for dense and BM25",
+    )
+    ix.add_argument(
+        "--uri",
+        help="milvus: a server, http://HOST:PORT (token from MILVUS_TOKEN); default: a Milvus Lite database "
+        "inside DIR (DIR/gen-NNNNNN/milvus.db)",
+    )
+    ix.add_argument(
+        "--collection",
+        help="milvus: collection name (default needle); on a server each build gets NAME_genNNNNNN and the "
+        "alias NAME follows the live one",
+    )
     ix.set_defaults(func=cmd_index)
 
     se = sub.add_parser("search", help="search an index directory")
@@ -138,7 +178,7 @@ def parser() -> argparse.ArgumentParser:
         "--mode",
         choices=MODES,
         help="default: hybrid when the index has both parts; rrf = "
-        "Haystack's reciprocal rank fusion of the same two lists",
+        "Haystack's reciprocal rank fusion of the same two lists (on a Milvus index: Milvus's own RRF)",
     )
     se.add_argument("--model", help="query model; must be the one the index was built with")
     se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
@@ -149,6 +189,12 @@ def parser() -> argparse.ArgumentParser:
     how = ev.add_mutually_exclusive_group()
     how.add_argument("--mode", choices=MODES, default="dense", help="default: dense")
     how.add_argument("--pipeline", help="YAML pipeline with a `query` input and a `documents` output")
+    ev.add_argument(
+        "--store",
+        default="faiss",
+        choices=STORES,
+        help="index store for --mode (default faiss; milvus: a Milvus Lite index, rrf = Milvus's own RRF)",
+    )
     ev.add_argument("--split", default="test", help="qrels split (default test)")
     ev.add_argument("--model", default=DEFAULT_MODEL, help="embedding model for dense and hybrid modes")
     ev.add_argument("--index-dir", help="where to build/reuse the index (default ~/.cache/needle/eval/...)")
@@ -224,7 +270,10 @@ def run_cli(func: Callable[[argparse.Namespace], None], args: argparse.Namespace
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `needle` console script."""
+    from needle.milvus_index import quiet_lite_logging
+
     args = parser().parse_args(argv)
+    quiet_lite_logging()
     return run_cli(args.func, args)
 
 

@@ -6,6 +6,8 @@ Layout of one generation (see ``needle.index_generations`` for the directory aro
     DIR/gen-NNNNNN/embeddings.npy       corpus embeddings, row i = corpus line i (+ its fingerprint .json)
     DIR/gen-NNNNNN/dense/               FAISS document store (vectors + documents)
     DIR/gen-NNNNNN/bm25/                BM25 index (when built with --bm25; reads documents from dense/)
+    DIR/gen-NNNNNN/milvus.db/           instead of dense/ and bm25/ with --store milvus: a Milvus Lite database
+                                        (or, with --uri, a collection on a server: see ``needle.milvus_index``)
     DIR/gen-NNNNNN/<mode>_search.yaml   the search pipelines, with paths relative to DIR: they load (and
                                         Hayhooks serves them) with DIR as the working directory
 
@@ -29,6 +31,14 @@ __all__ = ["DEFAULT_MODEL", "IndexManifest", "NeedleError", "as_hits", "fill_sea
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PARTS = ("dense", "bm25")
+STORES = ("faiss", "milvus")  # faiss: FAISS (+ bm25s with --bm25); milvus: one Milvus collection for every part
+# The search pipeline of each mode over a Milvus collection: hybrid is the same MixRetrieveRanker fusion as over
+# FAISS + bm25s, rrf is Milvus's own hybrid search (its RRF ranker).
+MILVUS_TEMPLATES = {"dense": "milvus_dense", "bm25": "milvus_bm25", "hybrid": "milvus_mix", "rrf": "milvus_hybrid"}
+
+
+class EmbeddingsNotReusable(NeedleError):
+    """The embedding file carried over from another generation or index was built for another model or corpus."""
 
 
 class Hit(TypedDict):
@@ -49,12 +59,17 @@ class IndexManifest:
     model: str | None = None
     dim: int | None = None
     bm25_lang: str | None = None
+    store: str = "faiss"  # manifests written before Milvus have no store: they are FAISS indexes
+    uri: str | None = None  # milvus: a server URL, or the Lite database relative to the generation
+    collection: str | None = None  # milvus: the collection of this generation
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
 
     def recorded(self) -> dict[str, Any]:
-        """The fields recorded in the generation's manifest (everything but ``generation``)."""
-        return {k: v for k, v in asdict(self).items() if k != "generation"}
+        """The fields recorded in the generation's manifest (everything but ``generation``; Milvus places only
+        for a Milvus index)."""
+        unused = {"generation"} | ({"uri", "collection"} if self.store == "faiss" else set())
+        return {k: v for k, v in asdict(self).items() if k not in unused}
 
     @classmethod
     def load(cls, index_dir: Path) -> "IndexManifest":
@@ -85,6 +100,21 @@ class IndexManifest:
             raise NeedleError(
                 f"{where}: a dense part needs a model name and a dimension, got {self.model!r}, {self.dim!r}"
             )
+        if self.store not in STORES:
+            raise NeedleError(f"{where}: store must be one of {', '.join(STORES)}, got {self.store!r}")
+        if self.store == "milvus":
+            from needle.milvus_index import check_recorded
+
+            problem = check_recorded(self.uri, self.collection)
+            if problem is None and "dense" not in self.modes:
+                problem = f"a Milvus index has a dense part, got modes {self.modes!r}"
+            if problem is not None:
+                raise NeedleError(f"{where}: {problem}")
+
+    def template(self, mode: str, batch: bool = False) -> str:
+        """The pipelines/ template that searches this index in MODE (its batch variant with ``batch``)."""
+        name = MILVUS_TEMPLATES[mode] if self.store == "milvus" else mode
+        return f"{name}_batch" if batch else name
 
 
 def build_dense(corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None) -> tuple[int, int]:
@@ -109,7 +139,9 @@ def build_dense(corpus: Path, generation: Path, model: str, overwrite: bool, reu
         written = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
     except PipelineRuntimeError as e:
         if isinstance(e.__cause__, EmbeddingFileError):
-            raise NeedleError(f"the index's embeddings cannot be reused ({e.__cause__}); rerun with --overwrite") from e
+            raise EmbeddingsNotReusable(
+                f"the index's embeddings cannot be reused ({e.__cause__}); rerun with --overwrite"
+            ) from e
         raise
     return written, int(np.load(npy, mmap_mode="r").shape[1])
 
@@ -131,7 +163,10 @@ def build_bm25(corpus: Path, generation: Path, lang: str, documents_from: Path |
 
 
 def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict[str, Any]:
-    """Fill pipelines/<name>_search.yaml with the paths of the manifest's generation under BASE, model and top_k."""
+    """Fill pipelines/<name>_search.yaml with the paths of the manifest's generation under BASE, model and top_k.
+
+    ``name`` is a template name (``IndexManifest.template``), e.g. ``dense``, ``hybrid_batch`` or ``milvus_mix``.
+    """
     data = pf.load_template(f"{name}_search")
     names = list(data["components"])
     root = base / manifest.generation
@@ -140,7 +175,9 @@ def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int =
     for component in names:
         params = data["components"][component]["init_parameters"]
         store = params.get("document_store")
-        if store is not None:
+        if store is not None and "Milvus" in store["type"]:
+            _set_milvus_store(data, component, manifest, root)
+        elif store is not None:
             sub = "dense" if "FAISS" in store["type"] else "bm25"
             pf.set_init_param(data, f"{component}.document_store.path", str(root / sub))
             if sub == "bm25":
@@ -153,6 +190,16 @@ def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int =
     return data
 
 
+def _set_milvus_store(data: dict[str, Any], component: str, manifest: IndexManifest, root: Path) -> None:
+    """Point a Milvus store at the generation's collection (its Lite database under ROOT, or the server)."""
+    from needle.milvus_index import MilvusPlace, store_params
+
+    place = MilvusPlace(str(manifest.uri), str(manifest.collection))  # both strings: IndexManifest.check
+    params = store_params(place.uri_under(root), place.collection, "bm25" in manifest.modes, manifest.bm25_lang)
+    for key, value in params.items():
+        pf.set_init_param(data, f"{component}.document_store.{key}", value)
+
+
 def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict[str, Any]:
     """Fill pipelines/<name>_search.yaml with absolute paths of the manifest's generation where DIR is now."""
     return search_pipeline(Path(index_dir).resolve(), manifest, name, top_k)
@@ -161,7 +208,7 @@ def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, to
 def save_search_pipelines(generation: Path, manifest: IndexManifest, modes: list[str]) -> None:
     """Write <mode>_search.yaml for each mode into GENERATION, with paths relative to the index directory."""
     for mode in modes:
-        pf.dump(search_pipeline(Path("."), manifest, mode), generation / f"{mode}_search.yaml")
+        pf.dump(search_pipeline(Path("."), manifest, manifest.template(mode)), generation / f"{mode}_search.yaml")
 
 
 def as_hits(documents: list[Document]) -> list[Hit]:

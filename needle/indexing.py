@@ -4,26 +4,69 @@ The build holds the directory's writer lock from start to end, writes every part
 manifest, search pipelines) into ``gen-NNNNNN.partial`` and makes it live with one atomic rename of the
 pointer. Until then searches answer from the previous generation, and any failure (bad corpus line, full
 disk, ``kill -9``) leaves that generation live and unchanged.
+
+With ``store="milvus"`` the dense and BM25 parts are one Milvus collection (``needle.milvus_index``): a Milvus
+Lite database inside the generation, or a collection of its own on a server, which the alias ``<NAME>`` names
+once the generation is live; the collections of generations the cleanup removes are dropped.
 """
 
+import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from haystack.core.errors import PipelineRuntimeError
+from haystack.document_stores.errors import DocumentStoreError
 
-from needle.index_dir import IndexManifest, NeedleError, build_bm25, build_dense, save_search_pipelines
+from components.stores.crash_safe_generations import MANIFEST, load_json
+from needle.index_dir import (
+    EmbeddingsNotReusable,
+    IndexManifest,
+    NeedleError,
+    build_bm25,
+    build_dense,
+    save_search_pipelines,
+)
 from needle.index_generations import LAYOUT, check_target, previous_embeddings, remove_legacy, take_lock
+
+GENERATION = re.compile(r"gen-\d{6}(\.partial)?")  # LAYOUT's generation names, final or partial
+
+
+@dataclass(frozen=True)
+class StoreChoice:
+    """Where the parts of an index go: ``faiss`` (FAISS + bm25s in the generation) or ``milvus``.
+
+    ``uri`` (a Milvus server URL; None keeps a Milvus Lite database in each generation) and ``collection``
+    (default ``needle``) apply to ``milvus`` only.
+    """
+
+    store: str = "faiss"
+    uri: str | None = None
+    collection: str | None = None
 
 
 def build_index(
-    corpus: Path, out: Path, *, model: str, overwrite: bool, dense: bool = True, bm25: bool = False, lang: str = "en"
+    corpus: Path,
+    out: Path,
+    *,
+    model: str,
+    overwrite: bool,
+    dense: bool = True,
+    bm25: bool = False,
+    lang: str = "en",
+    target: StoreChoice = StoreChoice(),
+    seed: Path | None = None,
 ) -> IndexManifest:
     """
-    Index CORPUS into a new generation of OUT: dense (FAISS + embeddings.npy) and/or BM25, manifest, pipelines.
+    Index CORPUS into a new generation of OUT: dense (FAISS or Milvus + embeddings.npy) and/or BM25, manifest,
+    pipelines.
+
+    ``seed``: an embedding file to carry over when OUT has none of its own (e.g. another index of the same corpus);
+    one the embedder refuses is re-encoded rather than an error.
 
     :raises NeedleError: missing corpus, nothing to build, or an OUT that is a file, read-only, or a stranger's
-        non-empty directory (never written into).
+        non-empty directory (never written into); a Milvus option that does not fit (naming the flag).
         A failure while writing (full disk, read-only files) is a NeedleError too; the live index is unchanged.
     :raises DirectoryLockedError: another writer is building OUT now (the message names it).
     """
@@ -32,23 +75,18 @@ def build_index(
         raise NeedleError(f"corpus not found: {corpus}")
     if not dense and not bm25:
         raise NeedleError("nothing to build: --no-dense needs --bm25")
+    if target.store == "milvus":
+        from needle.milvus_index import check_milvus_options
+
+        check_milvus_options(target.uri, target.collection, lang, dense)
     check_target(out)
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
         reuse = previous_embeddings(out) if dense else None
-        built: dict[str, IndexManifest] = {}
-
-        def write(partial: Path) -> dict[str, Any]:
-            """Fill the new generation; remove it whole when anything fails, so no debris is left."""
-            try:
-                built["manifest"] = fill_generation(partial, out, corpus, model, overwrite, dense, bm25, lang, reuse)
-            except BaseException:
-                shutil.rmtree(partial, ignore_errors=True)
-                raise
-            return built["manifest"].recorded()
-
+        build = Build(corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, reuse is None)
+        before = server_collections(out, target)
         try:
-            LAYOUT.write(out, write)
+            LAYOUT.write(out, build.write)
         except (OSError, PipelineRuntimeError) as error:
             cause = error.__cause__ if isinstance(error, PipelineRuntimeError) else error
             if not isinstance(cause, OSError):
@@ -57,7 +95,136 @@ def build_index(
                 f"writing a new generation of {out} failed, so the live index is unchanged: {cause}"
             ) from error
         remove_legacy(out)
-    return built["manifest"]
+        if target.store == "milvus" and target.uri is not None:
+            retire_collections(out, target.uri, target.collection, str(build.manifest.collection), before)
+    return build.manifest
+
+
+@dataclass
+class Build:
+    """One ``needle index`` run: the writer ``LAYOUT.write`` calls to fill the new generation."""
+
+    corpus: Path
+    out: Path
+    model: str
+    overwrite: bool
+    dense: bool
+    bm25: bool
+    lang: str
+    target: StoreChoice
+    reuse: Path | None
+    seeded: bool  # reuse is a seed from elsewhere: re-encode when the embedder refuses it
+    built: IndexManifest | None = None
+
+    @property
+    def manifest(self) -> IndexManifest:
+        """The manifest of the generation this build wrote."""
+        if self.built is None:
+            raise NeedleError(f"no generation of {self.out} was built")
+        return self.built
+
+    def write(self, partial: Path) -> dict[str, Any]:
+        """Fill the new generation; remove it whole when anything fails, so no debris is left.
+
+        A seed the embedder refuses (another model, another corpus) is dropped and the corpus encoded afresh.
+        """
+        try:
+            try:
+                self.built = self.fill(partial, self.reuse)
+            except EmbeddingsNotReusable:
+                if not self.seeded:
+                    raise
+                empty_directory(partial)
+                self.built = self.fill(partial, None)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        return self.built.recorded()
+
+    def fill(self, partial: Path, reuse: Path | None) -> IndexManifest:
+        """Build every part of the generation in PARTIAL, carrying over ``reuse``'s embeddings."""
+        if self.target.store == "milvus":
+            return self.fill_milvus(partial, reuse)
+        return fill_generation(
+            partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse
+        )
+
+    def fill_milvus(self, partial: Path, reuse: Path | None) -> IndexManifest:
+        """Build the generation's Milvus collection and write its search pipelines; returns its manifest.
+
+        On a server, the collection is new to this generation (an existing one of that name belongs to someone
+        else and is refused, untouched) and is dropped again when the build fails.
+        """
+        from needle.milvus_index import MilvusPlace, build_milvus, check_new_collection, drop_collections
+
+        final = partial.name.removesuffix(".partial")
+        place = MilvusPlace.for_generation(self.target.uri, self.target.collection, final)
+        if place.server:
+            check_new_collection(place)
+        try:
+            count, dim = build_milvus(
+                self.corpus, partial, place, model=self.model, overwrite=self.overwrite, bm25=self.bm25,
+                lang=self.lang, reuse=reuse,
+            )  # fmt: skip
+            modes = ["dense", "bm25"] if self.bm25 else ["dense"]
+            manifest = IndexManifest(
+                corpus=self.corpus.name,
+                documents=count,
+                modes=modes,
+                model=self.model,
+                dim=dim,
+                bm25_lang=self.lang if self.bm25 else None,
+                store="milvus",
+                uri=place.uri,
+                collection=place.collection,
+                generation=final,
+            )
+            save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if self.bm25 else []))
+        except BaseException:
+            if place.server:
+                drop_collections(place.uri, [place.collection])
+            raise
+        return manifest
+
+
+def empty_directory(directory: Path) -> None:
+    """Remove everything inside DIRECTORY, keeping the directory."""
+    for entry in directory.iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def server_collections(out: Path, target: StoreChoice) -> dict[str, str]:
+    """Generation name -> its collection on the target server, for every generation of OUT now (partial ones
+    by their would-be name: a killed build may have left their collection)."""
+    if target.store != "milvus" or target.uri is None:
+        return {}
+    from needle.milvus_index import MilvusPlace
+
+    found: dict[str, str] = {}
+    for entry in out.iterdir() if out.is_dir() else []:
+        if not GENERATION.fullmatch(entry.name):
+            continue
+        name = entry.name.removesuffix(".partial")
+        found[name] = MilvusPlace.for_generation(target.uri, target.collection, name).collection
+        try:
+            recorded = load_json(entry / MANIFEST)
+        except DocumentStoreError:
+            continue  # a partial generation (no manifest yet) or a damaged one: its would-be name stands
+        if isinstance(recorded, dict) and recorded.get("store") == "milvus" and recorded.get("uri") == target.uri:
+            found[name] = str(recorded.get("collection"))
+    return found
+
+
+def retire_collections(out: Path, uri: str, name: str | None, live: str, before: dict[str, str]) -> None:
+    """Point the alias NAME at the LIVE collection on the server, then drop the collections of removed generations."""
+    from needle.milvus_index import DEFAULT_COLLECTION, drop_collections, point_alias
+
+    point_alias(uri, name or DEFAULT_COLLECTION, live)
+    gone = [collection for generation, collection in before.items() if not (out / generation).is_dir()]
+    drop_collections(uri, [c for c in gone if c != live])
 
 
 def fill_generation(

@@ -1,4 +1,8 @@
-"""Search an index directory through the YAML search pipelines, in dense, BM25 or hybrid mode."""
+"""Search an index directory through the YAML search pipelines, in dense, BM25 or hybrid mode.
+
+The index's manifest says which store holds it, so the same modes search FAISS + bm25s or one Milvus
+collection (``IndexManifest.template`` picks the pipeline); nothing else changes for the caller.
+"""
 
 from pathlib import Path
 
@@ -10,9 +14,9 @@ from needle import pipeline_files as pf
 from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
 from needle.index_generations import live_name, rebuild_hint
 
-MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion, for comparison
-# Which pipeline answers a list of queries in each mode: batch pipelines take all queries in one run.
-BATCH_PIPELINES = {"dense": "dense_batch", "bm25": "bm25_batch", "hybrid": "hybrid_batch"}
+MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion (Milvus's own RRF on Milvus)
+# The modes answered by a batch pipeline (all queries in one run), per store.
+BATCH_MODES = {"faiss": ("dense", "bm25", "hybrid"), "milvus": MODES}
 
 
 def best_mode(manifest: IndexManifest) -> str:
@@ -58,6 +62,8 @@ class Searcher:
                 self._open(mode, top_k, model)
                 return
             except (NeedleError, DocumentStoreError, OSError):
+                if hasattr(self, "pipeline"):
+                    self.close()  # what was opened of this generation (a Lite database stays locked otherwise)
                 if attempt == 2 or live_name(self.index_dir) == self.manifest.generation:
                     raise
 
@@ -68,8 +74,8 @@ class Searcher:
             raise NeedleError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
         check_mode(self.manifest, self.mode, self.index_dir)
         check_model(self.manifest, model, self.index_dir)
-        self.batched = self.mode in BATCH_PIPELINES
-        template = BATCH_PIPELINES.get(self.mode, self.mode)
+        self.batched = self.mode in BATCH_MODES[self.manifest.store]
+        template = self.manifest.template(self.mode, self.batched)
         data = fill_search_pipeline(self.index_dir, self.manifest, template, top_k)
         self.runner = pf.QueryPipeline(data, f"{template}_search", "queries" if self.batched else "query", False)
         self.pipeline = self.runner.pipeline
@@ -111,3 +117,11 @@ class Searcher:
         """Top-k documents for each query, in query order; every query must pass ``components.checks``."""
         check_queries(queries)
         return self.runner.run_many(queries)
+
+    def close(self) -> None:
+        """Close the Milvus connections of a Milvus index, so that its Lite database is free for other processes
+        (and for this one at another path, after a move). FAISS and BM25 stores hold no lock: nothing to do."""
+        if self.manifest.store == "milvus":
+            from needle.milvus_index import close_stores
+
+            close_stores(self.pipeline)

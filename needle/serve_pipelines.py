@@ -90,7 +90,7 @@ def deploy(index_dir: Path, manifest: IndexManifest, name: str) -> tuple[Pipelin
     """Build, warm up and probe the pipeline ``<name>_search``; any failure is a NeedleError naming it."""
     pipeline_name = f"{name}_search"
     try:
-        data = fill_search_pipeline(index_dir, manifest, name)
+        data = fill_search_pipeline(index_dir, manifest, manifest.template(name))
         wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(data, sort_keys=False), description=pipeline_name)
         wrapper.setup()
         wrapper.pipeline.warm_up()

@@ -4,6 +4,8 @@ Two ways to choose the retrieval:
 - ``--mode dense|bm25|hybrid|rrf`` builds (or reuses) an index directory of the dataset's corpus with
   ``needle index`` and searches it with the same pipelines as ``needle search``; the corpus embeddings
   are cached in that directory and reused while model, prompt and corpus content stay the same.
+  ``--store milvus`` builds a Milvus Lite index instead (its own directory, seeded with the FAISS index's
+  embeddings of the same corpus when there are any), so both stores are scored on the same vectors.
 - ``--pipeline FILE.yaml`` runs any YAML pipeline that declares a ``query`` input and a ``documents``
   output in Hayhooks' ``inputs:`` / ``outputs:`` blocks, one query at a time.
 """
@@ -21,7 +23,7 @@ from needle import pipeline_files as pf
 from needle.eval import EvalResult, evaluate_run, load_beir, run_from_rankings
 from needle.index_dir import NeedleError
 from needle.index_generations import embeddings_file
-from needle.indexing import build_index
+from needle.indexing import StoreChoice, build_index
 from needle.search import Searcher
 
 DEPTH = 100  # retrieve this many per query: Recall@100 and MAP@100 need them
@@ -31,22 +33,34 @@ CACHE_ROOT = Path.home() / ".cache" / "needle" / "eval"
 Retrieve = Callable[[list[str]], list[list[Document]]]
 
 
-def default_index_dir(corpus: Path) -> Path:
-    """Where eval keeps the index of a corpus: one directory per corpus path, under ~/.cache/needle/eval."""
+def default_index_dir(corpus: Path, store: str = "faiss") -> Path:
+    """Where eval keeps the index of a corpus: one directory per corpus path and store, under ~/.cache/needle/eval."""
     key = hashlib.sha1(str(corpus.resolve()).encode()).hexdigest()[:10]
-    return CACHE_ROOT / f"{corpus.parent.name}-{key}"
+    return CACHE_ROOT / f"{corpus.parent.name}-{key}{'' if store == 'faiss' else '-' + store}"
 
 
-def index_for_eval(corpus: Path, index_dir: Path, mode: str, model: str) -> tuple[float, bool | None]:
+def index_for_eval(
+    corpus: Path, index_dir: Path, mode: str, model: str, store: str = "faiss", seed: Path | None = None
+) -> tuple[float, bool | None]:
     """Build or refresh the index for MODE; returns (build seconds, whether the embedding cache was hit).
 
-    The cache was hit when the new generation's embedding file is the previous one, carried over unchanged.
+    The cache was hit when the new generation's embedding file is the previous one (or ``seed``), carried over
+    unchanged. A Milvus index always has its dense part: its BM25 and hybrid modes run over the one collection.
     """
-    before = embedding_stamp(index_dir)
+    before = embedding_stamp(index_dir) or (file_stamp(seed) if seed is not None else None)
     start = time.perf_counter()
-    build_index(corpus, index_dir, model=model, overwrite=False, dense=mode != "bm25", bm25=mode != "dense")
+    build_index(
+        corpus,
+        index_dir,
+        model=model,
+        overwrite=False,
+        dense=mode != "bm25" or store == "milvus",
+        bm25=mode != "dense",
+        target=StoreChoice(store),
+        seed=seed,
+    )
     took = time.perf_counter() - start
-    if mode == "bm25":
+    if mode == "bm25" and store == "faiss":
         return took, None
     return took, before is not None and before == embedding_stamp(index_dir)
 
@@ -54,9 +68,12 @@ def index_for_eval(corpus: Path, index_dir: Path, mode: str, model: str) -> tupl
 def embedding_stamp(index_dir: Path) -> tuple[int, int] | None:
     """Size and modification time of the live generation's embedding file, or None when it has none."""
     npy = embeddings_file(index_dir)
-    if npy is None:
-        return None
-    stat = npy.stat()
+    return None if npy is None else file_stamp(npy)
+
+
+def file_stamp(path: Path) -> tuple[int, int]:
+    """Size and modification time of a file (a hard link carried into a new generation keeps both)."""
+    stat = path.stat()
     return stat.st_size, stat.st_mtime_ns
 
 
@@ -87,6 +104,7 @@ def evaluate(
     *,
     split: str = "test",
     mode: str = "dense",
+    store: str = "faiss",
     pipeline: Path | None = None,
     model: str,
     index_dir: Path | None = None,
@@ -98,14 +116,24 @@ def evaluate(
     build_s: float | None = None
     cache_hit: bool | None = None
     params: dict[str, int | str | None] = {"depth": DEPTH}
+    searcher: Searcher | None = None
     if pipeline is not None:
+        if store != "faiss":
+            raise NeedleError(f"--store {store} applies to --mode; a --pipeline file names its own document stores")
         retrieve, label, params["pipeline"] = pipeline_retriever(pipeline), pipeline.stem, str(pipeline)
     else:
-        index_dir = index_dir or default_index_dir(dataset.corpus_path)
-        build_s, cache_hit = index_for_eval(dataset.corpus_path, index_dir, mode, model)
-        retrieve, label = Searcher(index_dir, mode=mode, top_k=DEPTH).search, mode
-        params.update(model=model if mode != "bm25" else None, index_dir=str(index_dir))
-    rankings, qps = run_queries(retrieve, dataset.queries, label)
+        index_dir = index_dir or default_index_dir(dataset.corpus_path, store)
+        seed = embeddings_file(default_index_dir(dataset.corpus_path)) if store != "faiss" else None
+        build_s, cache_hit = index_for_eval(dataset.corpus_path, index_dir, mode, model, store, seed)
+        searcher = Searcher(index_dir, mode=mode, top_k=DEPTH)
+        retrieve, label = searcher.search, mode if store == "faiss" else f"{store}-{mode}"
+        embedded = mode != "bm25" or store != "faiss"
+        params.update(model=model if embedded else None, index_dir=str(index_dir), store=store)
+    try:
+        rankings, qps = run_queries(retrieve, dataset.queries, label)
+    finally:
+        if searcher is not None:
+            searcher.close()
     if run_file is not None:
         write_trec_run(rankings, run_file, label)
     scores = evaluate_run(run_from_rankings(rankings), dataset.qrels)

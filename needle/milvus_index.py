@@ -1,0 +1,251 @@
+"""The Milvus part of an index generation: where its collection lives, how it is built, and how it is retired.
+
+Two places, one layout of generations (see ``needle.index_generations``):
+
+- **Milvus Lite** (the default): each generation holds its own database, ``DIR/gen-NNNNNN/milvus.db``, with one
+  collection. A rebuild writes a whole new database beside the live one and goes live with the generation's
+  atomic switch; the manifest records the database relative to its generation, so the index can be moved.
+- **A Milvus server** (``--uri http://host:port``): each generation gets its own collection,
+  ``<NAME>_genNNNNNN``. Once the generation is live, the alias ``<NAME>`` points at it (for other Milvus
+  clients); the collection of every generation the keep-one cleanup removes is dropped, and a failed build
+  drops the collection it started. The index's own pipelines name the concrete collection, never the alias.
+
+Milvus Lite runs in-process and locks its data directory until its in-process server stops; closing a client
+does not stop it, so a built or searched Lite database is released explicitly (``release_lite``).
+"""
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, cast
+
+from haystack import Pipeline
+from haystack.core.errors import PipelineRuntimeError
+from haystack.utils import Secret
+
+from components.embedders.embedding_file import EmbeddingFileError
+from needle import pipeline_files as pf
+from needle.index_dir import EmbeddingsNotReusable
+from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy
+
+if TYPE_CHECKING:
+    from components.stores.milvus.document_store import MilvusDocumentStore
+
+LITE_DB = "milvus.db"
+SERVER_SCHEMES = ("http://", "https://", "tcp://")
+DEFAULT_COLLECTION = "needle"
+# needle's --lang -> the store's BM25 analyzer preset (Milvus has no per-character analyzer).
+ANALYZERS = {"en": "english", "zh": "chinese"}
+
+
+def is_server(uri: str) -> bool:
+    """Whether ``uri`` names a Milvus server (rather than a Milvus Lite database path)."""
+    return uri.startswith(SERVER_SCHEMES)
+
+
+def quiet_lite_logging() -> None:
+    """Keep milvus_lite's traceback of a locked database off stderr: the store's one-line error says it all.
+
+    ``milvus_lite.server_manager`` logs the failed start with ``logger.exception`` before pymilvus raises, and
+    without a handler Python prints that traceback on stderr, above the CLI's one-line error.
+    """
+    logging.getLogger("milvus_lite.server_manager").setLevel(logging.CRITICAL)
+
+
+def check_milvus_options(uri: str | None, collection: str | None, lang: str, dense: bool) -> None:
+    """Refuse CLI options a Milvus index cannot take, naming the flag and what it allows."""
+    if uri is not None and not is_server(uri):
+        raise NeedleError(
+            f"--uri {uri!r}: give a Milvus server as http://host:port, or leave --uri out to keep a Milvus Lite "
+            f"database inside the index (DIR/gen-NNNNNN/{LITE_DB}: moved and rebuilt with it)"
+        )
+    if lang not in ANALYZERS:
+        raise NeedleError(f"--lang {lang} is not available with --store milvus: choose one of {', '.join(ANALYZERS)}")
+    if not dense:
+        raise NeedleError("--no-dense is not available with --store milvus: its collection holds the embeddings")
+    if collection is not None:
+        from components.stores.milvus.settings import MilvusSettings
+
+        try:
+            MilvusSettings(collection_name=collection)
+        except ValueError as error:
+            raise NeedleError(f"--collection: {error}") from None
+
+
+@dataclass(frozen=True)
+class MilvusPlace:
+    """Where one generation's collection lives: ``uri`` as recorded (relative for Lite) and the collection."""
+
+    uri: str
+    collection: str
+
+    @classmethod
+    def for_generation(cls, uri: str | None, collection: str | None, generation: str) -> "MilvusPlace":
+        """The place of a new generation: Lite inside it, or ``<NAME>_genNNNNNN`` on the server."""
+        name = collection or DEFAULT_COLLECTION
+        if uri is None:
+            return cls(LITE_DB, name)
+        return cls(uri, f"{name}_{generation.replace('-', '')}")
+
+    @property
+    def server(self) -> bool:
+        return is_server(self.uri)
+
+    def uri_under(self, generation_dir: Path) -> str:
+        """The URI a store opens: a server's URL, or the Lite database inside ``generation_dir``."""
+        return self.uri if self.server else str(generation_dir / self.uri)
+
+
+def check_recorded(uri: Any, collection: Any) -> str | None:
+    """Why a manifest's Milvus ``uri``/``collection`` cannot be one a build wrote, or None when they can."""
+    from components.stores.milvus.settings import NAME_PATTERN
+
+    if not isinstance(uri, str) or not uri:
+        return f"uri must be a server URL or a Milvus Lite path inside the generation, got {uri!r}"
+    if not is_server(uri):
+        path = PurePosixPath(uri)
+        if path.is_absolute() or ".." in path.parts or path.suffix != ".db":
+            return f"uri must be a server URL or a relative Milvus Lite path ending in .db, got {uri!r}"
+    if not isinstance(collection, str) or not NAME_PATTERN.fullmatch(collection):
+        return f"collection must be a Milvus collection name, got {collection!r}"
+    return None
+
+
+def build_milvus(
+    corpus: Path,
+    generation: Path,
+    place: MilvusPlace,
+    *,
+    model: str,
+    overwrite: bool,
+    bm25: bool,
+    lang: str,
+    reuse: Path | None,
+) -> tuple[int, int]:
+    """
+    Run pipelines/milvus_index.yaml into GENERATION's collection; returns (documents written, dimension).
+
+    The embeddings go to GENERATION/embeddings.npy and are carried over from ``reuse`` as for FAISS. The store is
+    flushed after the bulk load, then closed (and a Lite database released, so the generation can be renamed).
+    """
+    npy = generation / EMBEDDINGS
+    if reuse is not None and not overwrite:
+        link_or_copy(reuse, npy)
+        sidecar = Path(f"{reuse}.json")
+        if sidecar.is_file():
+            link_or_copy(sidecar, Path(f"{npy}.json"))
+    data = pf.load_template("milvus_index")
+    pf.set_init_param(data, "embedder.model", model)
+    pf.set_init_param(data, "embedder.embedding_path", str(npy))
+    pf.set_init_param(data, "embedder.overwrite", overwrite)
+    uri = place.uri_under(generation.resolve())
+    for key, value in store_params(uri, place.collection, bm25, lang).items():
+        pf.set_init_param(data, f"writer.document_store.{key}", value)
+    pipeline = pf.build(data)
+    store = cast("MilvusDocumentStore", pipeline.get_component("writer").document_store)  # type: ignore[attr-defined]
+    try:
+        written: int = pipeline.run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+        store.flush()
+        if store.dim is None:
+            raise NeedleError(f"corpus {corpus} holds no documents: nothing to index")
+        return written, store.dim
+    except PipelineRuntimeError as e:
+        if isinstance(e.__cause__, EmbeddingFileError):
+            raise EmbeddingsNotReusable(
+                f"the index's embeddings cannot be reused ({e.__cause__}); rerun with --overwrite"
+            ) from e
+        raise
+    finally:
+        store.close()
+        if not place.server:
+            release_lite(uri)
+
+
+def store_params(uri: str, collection: str, bm25: bool, lang: str | None) -> dict[str, Any]:
+    """The MilvusDocumentStore init parameters of an index's collection."""
+    return {
+        "uri": uri,
+        "collection_name": collection,
+        "metric_type": "IP",
+        "bm25": bm25,
+        "bm25_analyzer": ANALYZERS.get(lang or "en", "english"),
+    }
+
+
+def close_stores(pipeline: Pipeline) -> None:
+    """Close every Milvus store of PIPELINE and release the Lite databases they opened in this process."""
+    from components.stores.milvus.document_store import MilvusDocumentStore
+
+    for _, component in pipeline.walk():
+        store = getattr(component, "document_store", None)
+        if isinstance(store, MilvusDocumentStore):
+            store.close()
+            if not is_server(store.settings.uri):
+                release_lite(store.settings.uri)
+
+
+def release_lite(uri: str) -> None:
+    """Stop this process's Milvus Lite server of ``uri``, which closes its database and frees its lock."""
+    from milvus_lite.server_manager import server_manager_instance  # type: ignore[import-untyped]  # no stubs
+
+    server_manager_instance.release_server(uri)
+
+
+@contextmanager
+def server_client(uri: str) -> Iterator[Any]:
+    """A client of the Milvus server at ``uri`` (token from MILVUS_TOKEN), closed afterwards."""
+    from components.stores.milvus.connection import open_client
+    from components.stores.milvus.settings import MilvusSettings
+
+    client = open_client(MilvusSettings(uri=uri), Secret.from_env_var("MILVUS_TOKEN", strict=False))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def check_new_collection(place: MilvusPlace) -> None:
+    """Refuse to build a generation into a server collection that exists already (another index's)."""
+    with server_client(place.uri) as client:
+        if client.has_collection(place.collection):
+            raise NeedleError(
+                f"Milvus collection {place.collection!r} at {place.uri} already exists but no generation of this "
+                f"index built it: another index uses this name; choose another --collection"
+            )
+
+
+def drop_collections(uri: str, collections: list[str]) -> None:
+    """Drop these collections from the server at ``uri`` (missing ones are fine)."""
+    if not collections:
+        return
+    with server_client(uri) as client:
+        for name in collections:
+            if client.has_collection(name):
+                client.drop_collection(name)
+
+
+def point_alias(uri: str, alias: str, collection: str) -> None:
+    """Make the alias ``alias`` name ``collection`` on the server at ``uri`` (create it, or move it there)."""
+    with server_client(uri) as client:
+        if _alias_exists(client, alias):
+            client.alter_alias(collection, alias)
+        elif client.has_collection(alias):
+            raise NeedleError(
+                f"cannot point the alias {alias!r} at {collection!r} on {uri}: a collection of that name exists; "
+                f"the index is built and live, but other Milvus clients reach it only as {collection!r}"
+            )
+        else:
+            client.create_alias(collection, alias)
+
+
+def _alias_exists(client: Any, alias: str) -> bool:
+    """Whether ``alias`` is an alias on the server (describe_alias raises when it is not)."""
+    from pymilvus.exceptions import MilvusException
+
+    try:
+        client.describe_alias(alias)
+    except MilvusException:
+        return False
+    return True
