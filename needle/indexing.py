@@ -197,22 +197,24 @@ def empty_directory(directory: Path) -> None:
 
 
 def server_collections(out: Path, target: StoreChoice) -> dict[str, str]:
-    """Generation name -> its collection on the target server, for every generation of OUT now (partial ones
-    by their would-be name: a killed build may have left their collection)."""
-    if target.store != "milvus" or target.uri is None:
+    """Generation name -> its collection on the target server, for the generations of OUT now: complete ones
+    by their manifest, partial ones by their would-be name (a killed build may have left that collection)."""
+    if target.store != "milvus" or target.uri is None or not out.is_dir():
         return {}
     from needle.milvus_index import MilvusPlace
 
     found: dict[str, str] = {}
-    for entry in out.iterdir() if out.is_dir() else []:
+    for entry in out.iterdir():
         if not GENERATION.fullmatch(entry.name):
             continue
         name = entry.name.removesuffix(".partial")
-        found[name] = MilvusPlace.for_generation(target.uri, target.collection, name).collection
+        if entry.name.endswith(".partial"):
+            found[name] = MilvusPlace.for_generation(target.uri, target.collection, name).collection
+            continue
         try:
             recorded = load_json(entry / MANIFEST)
         except DocumentStoreError:
-            continue  # a partial generation (no manifest yet) or a damaged one: its would-be name stands
+            continue  # a damaged generation names no collection we could be sure of
         if isinstance(recorded, dict) and recorded.get("store") == "milvus" and recorded.get("uri") == target.uri:
             found[name] = str(recorded.get("collection"))
     return found
