@@ -1,0 +1,147 @@
+"""Web search through Tavily (the tavily-python SDK): ``query`` -> Documents with the content Tavily extracts.
+
+Each request is ``TavilyClient.search(query, max_results=top_k, timeout=timeout, **search_kwargs)``
+(``AsyncTavilyClient`` for ``run_async``): ``POST {base_url}/search`` with ``Authorization: Bearer KEY`` and
+``{"query", "max_results", ...}``, answered by ``{"results": [{"title", "url", "content", "score"}]}`` — UltraRAG's
+Tavily call.
+
+tavily-python turns 403, 432 and 433 into one ``ForbiddenError`` and drops the status of every error, so the
+components watch the answers themselves: a response hook on the SDK's ``requests`` session (and an event hook on
+the ``httpx.AsyncClient`` handed to ``AsyncTavilyClient``) raises ``ProviderHTTPError`` with the status and
+Tavily's ``detail.error`` message before the SDK reads the answer. 432 (plan limit) and 433 (pay-as-you-go
+limit) are then reported as such and never retried; 429 and 5xx are retried.
+"""
+
+from typing import Any
+
+import httpx
+import requests
+from haystack import component
+from haystack.utils import Secret
+from tavily import AsyncTavilyClient, TavilyClient  # type: ignore[import-untyped]
+from tavily.errors import TimeoutError as TavilyTimeoutError  # type: ignore[import-untyped]
+
+from components.websearch.websearch_common import Hit, SingleQueryRuns, WebSearchBase
+from components.websearch.websearch_errors import (
+    Failure,
+    ProviderHTTPError,
+    connection_failure,
+    provider_message,
+    timeout_failure,
+)
+
+TAVILY_DEFAULT_URL = "https://api.tavily.com"
+TAVILY_MAX_RESULTS = 20
+
+
+class TavilySearchBase(WebSearchBase):
+    """Tavily's options and SDK calls, shared by ``TavilyWebSearch`` and ``TavilyBatchWebSearch``."""
+
+    provider = "tavily"
+    max_top_k = TAVILY_MAX_RESULTS
+
+    def __init__(
+        self,
+        *,
+        api_key: Secret = Secret.from_env_var("TAVILY_API_KEY"),
+        base_url: str | None = None,
+        top_k: int = 5,
+        retries: int = 2,
+        base_delay: float = 1.0,
+        timeout: float = 30.0,
+        retrieve_thread_num: int = 4,
+        on_error: str = "raise",
+        search_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """Create the component; no client is made and nothing is sent until the first run.
+
+        :param api_key: Tavily's key, by default from ``TAVILY_API_KEY`` (serialized as that reference only).
+        :param base_url: The API root; None: ``https://api.tavily.com``.
+        :param top_k: Hits per query, 1..20 (Tavily's ``max_results`` limit).
+        :param retries: Extra attempts after a timeout, a lost connection, 408/429 or 5xx, 0..10 (2 makes the
+            3 tries of UltraRAG's default ``retries: 3``).
+        :param base_delay: Seconds before the first retry, doubled each time, 0..60.
+        :param timeout: Seconds to wait for each request, (0, 120] (Tavily's SDK caps it at 120).
+        :param retrieve_thread_num: Queries in flight at once in the batch component, 1..64.
+        :param on_error: ``"raise"`` a ``WebSearchError``, or ``"empty"``: log a warning and return no Documents
+            for a query that failed.
+        :param search_kwargs: More options for ``TavilyClient.search`` (e.g. ``{"search_depth": "advanced",
+            "topic": "news", "include_domains": [...]}``).
+        :raises ValueError: An option outside its allowed range (the message names it and the range).
+        """
+        super().__init__(
+            api_key=api_key,
+            base_url=base_url,
+            top_k=top_k,
+            retries=retries,
+            base_delay=base_delay,
+            timeout=timeout,
+            retrieve_thread_num=retrieve_thread_num,
+            on_error=on_error,
+            search_kwargs=search_kwargs,
+        )
+
+    def _make_client(self, key: str) -> Any:
+        """tavily-python's client, its ``requests`` session raising ``ProviderHTTPError`` on error answers."""
+        client = TavilyClient(api_key=key, api_base_url=self.base_url or TAVILY_DEFAULT_URL)
+        client.session.hooks["response"].append(_raise_for_status)
+        return client
+
+    def _make_async_client(self, key: str) -> Any:
+        """tavily-python's asyncio client over our ``httpx.AsyncClient``, which raises on error answers."""
+        base = self.base_url or TAVILY_DEFAULT_URL
+        http = httpx.AsyncClient(base_url=base, timeout=self.timeout, event_hooks={"response": [_araise_for_status]})
+        return AsyncTavilyClient(api_key=key, api_base_url=base, client=http)
+
+    def _request(self, top_k: int) -> dict[str, Any]:
+        """The keyword arguments of one ``search`` call besides the query."""
+        return {"max_results": top_k, "timeout": self.timeout, **self.search_kwargs}
+
+    def _call(self, client: Any, query: str, top_k: int) -> list[Hit]:
+        return _hits(client.search(query, **self._request(top_k)))
+
+    async def _call_async(self, client: Any, query: str, top_k: int) -> list[Hit]:
+        return _hits(await client.search(query, **self._request(top_k)))
+
+    def _failure(self, exc: Exception) -> Failure | None:
+        if isinstance(exc, TavilyTimeoutError):
+            return timeout_failure(self.timeout)
+        if isinstance(exc, (requests.ConnectionError, httpx.TransportError)):
+            return connection_failure(exc)
+        return None
+
+
+def _raise_for_status(response: Any, *args: Any, **kwargs: Any) -> None:
+    """``requests`` response hook: an error answer becomes ``ProviderHTTPError`` with Tavily's message."""
+    if response.status_code >= 400:
+        raise ProviderHTTPError(response.status_code, provider_message(response.text))
+
+
+async def _araise_for_status(response: httpx.Response) -> None:
+    """``httpx`` response hook: the same for the asyncio client (the body is read first)."""
+    if response.status_code >= 400:
+        await response.aread()
+        raise ProviderHTTPError(response.status_code, provider_message(response.text))
+
+
+def _hits(answer: Any) -> list[Hit]:
+    """Tavily's ``results`` as hits: content, url, title, score (a 200 answer of another shape is an error)."""
+    results = answer.get("results") if isinstance(answer, dict) else None
+    if not isinstance(results, list) or not all(isinstance(result, dict) for result in results):
+        raise ProviderHTTPError(200, f"the answer has no 'results' list of objects: {str(answer)[:200]}")
+    return [
+        {"content": r.get("content"), "url": r.get("url"), "title": r.get("title"), "score": r.get("score")}
+        for r in results
+    ]
+
+
+@component
+class TavilyWebSearch(TavilySearchBase, SingleQueryRuns):
+    """Searches the web through Tavily for one query; each hit's extracted content becomes a Document.
+
+    ```python
+    search = TavilyWebSearch(top_k=3)  # key from TAVILY_API_KEY
+    docs = search.run(query="what is retrieval-augmented generation")["documents"]
+    print(docs[0].meta["url"], docs[0].meta["score"], docs[0].content[:80])
+    ```
+    """

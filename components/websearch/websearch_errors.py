@@ -1,0 +1,102 @@
+"""How a failed web search is described, and which failures a retry may fix.
+
+Each provider's SDK reports trouble its own way: exa-py raises ``ValueError("Request failed with status code N:
+body")``, tavily-python raises a class per status that drops the status (432 and 433 both become
+``ForbiddenError``), zhipuai raises ``APIStatusError`` subclasses. The provider modules turn those into one
+``Failure`` (HTTP status or None, the provider's own message, retryable or not); the search loop retries or
+raises a ``WebSearchError`` that names provider, status, message and query.
+
+Retried: timeouts, lost connections, 408, 429 and 5xx. Never retried: 400, 401 (bad key), 402/403, 422, and
+Tavily's 432 (plan limit) and 433 (pay-as-you-go limit), which no amount of waiting fixes.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+RETRIED_STATUSES = frozenset({408, 429})
+MAX_MESSAGE_CHARS = 500
+
+
+class WebSearchError(RuntimeError):
+    """A web search failed for good (after retries, or at once when a retry cannot help).
+
+    :ivar provider: ``"exa"``, ``"tavily"`` or ``"zhipuai"``.
+    :ivar status: The HTTP status the provider answered, or None (timeout, connection lost, unreadable answer).
+    :ivar query: The query that failed.
+    """
+
+    def __init__(self, message: str, *, provider: str, status: int | None, query: str) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.query = query
+
+
+class ProviderHTTPError(Exception):
+    """Raised inside a provider module for an HTTP error answer (or a 200 answer we cannot read)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed attempt: the HTTP status (None without an answer), the provider's words, and whether to retry."""
+
+    status: int | None
+    message: str
+    retryable: bool
+
+    def describe(self) -> str:
+        """``HTTP 429: <message>`` or just the message when there was no answer."""
+        return self.message if self.status is None else f"HTTP {self.status}: {self.message}"
+
+
+def http_failure(status: int, body: str) -> Failure:
+    """The failure for an HTTP error answer; retryable for 408, 429 and 5xx."""
+    retryable = status in RETRIED_STATUSES or status >= 500
+    return Failure(status, provider_message(body), retryable)
+
+
+def timeout_failure(timeout: float) -> Failure:
+    """The failure for a request that got no answer within ``timeout`` seconds (retryable)."""
+    return Failure(None, f"no answer within the timeout of {timeout:g} s", True)
+
+
+def connection_failure(exc: BaseException) -> Failure:
+    """The failure for a request that could not reach the provider (retryable)."""
+    return Failure(None, f"could not connect: {type(exc).__name__}: {str(exc)[:MAX_MESSAGE_CHARS]}", True)
+
+
+def provider_message(body: str) -> str:
+    """The provider's own words in an error body.
+
+    Reads Exa's ``{"error": "...", "tag"}``, Tavily's ``{"detail": {"error": "..."}}``, ZhipuAI's ``{"error":
+    {"code", "message"}}`` and FastAPI's ``{"detail": "..."}``; anything else is quoted as sent, cut short.
+    """
+    try:
+        data: Any = json.loads(body)
+    except ValueError:
+        return body.strip()[:MAX_MESSAGE_CHARS] or "(empty body)"
+    if isinstance(data, dict):
+        for key in ("error", "detail", "message"):
+            said = _said(data.get(key))
+            if said:
+                tag = data.get("tag") or data.get("code")
+                return f"{said} ({tag})"[:MAX_MESSAGE_CHARS] if isinstance(tag, str) else said[:MAX_MESSAGE_CHARS]
+    return body.strip()[:MAX_MESSAGE_CHARS]
+
+
+def _said(value: Any) -> str:
+    """A message from a string or from a nested ``{"message"|"error": ..., "code"?}`` object."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        text = value.get("message") or value.get("error")
+        if isinstance(text, str):
+            code = value.get("code")
+            return f"{text} (code {code})" if code else text
+    return ""

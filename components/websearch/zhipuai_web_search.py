@@ -1,0 +1,190 @@
+"""Web search through ZhipuAI's ``web_search`` API (the zhipuai SDK): ``query`` -> Documents.
+
+Each request is ``ZhipuAI(...).web_search.web_search(search_query=..., search_engine=..., count=top_k,
+search_intent=..., search_recency_filter=..., content_size=..., extra_body=search_kwargs)``: ``POST
+{base_url}/web_search`` with ``Authorization: Bearer KEY``, answered by ``{"search_result": [{"title", "content",
+"link", "media", "icon", "refer", "publish_date"}], "search_intent": [...]}`` — UltraRAG's ZhipuAI call, with its
+defaults (``search_std``, no intent recognition, ``noLimit``, ``medium``). Zhipu gives no score.
+
+The zhipuai SDK (2.1.5) has this call but no asyncio client, so ``run_async`` runs the synchronous SDK in worker
+threads (at most ``retrieve_thread_num`` at once). Its own retries are switched off; ours apply.
+
+Zhipu accepts at most 70 characters of ``search_query``. A longer query is cut to its first 70 characters with
+a warning (not an error: questions in a RAG pipeline often run longer, and their start carries the topic);
+``meta["query_truncated"]`` says so on each Document.
+"""
+
+import asyncio
+import logging
+from typing import Any
+
+from haystack import component
+from haystack.utils import Secret
+from zhipuai import APIConnectionError, APIStatusError, APITimeoutError, ZhipuAI  # type: ignore[import-untyped]
+
+from components.websearch.websearch_common import Hit, SingleQueryRuns, WebSearchBase
+from components.websearch.websearch_errors import (
+    Failure,
+    ProviderHTTPError,
+    connection_failure,
+    http_failure,
+    timeout_failure,
+)
+
+logger = logging.getLogger(__name__)
+
+ZHIPUAI_DEFAULT_URL = "https://open.bigmodel.cn/api/paas/v4"
+ZHIPUAI_MAX_COUNT = 50
+ZHIPUAI_MAX_QUERY_CHARS = 70
+RECENCY_FILTERS = ("oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit")
+CONTENT_SIZES = ("medium", "high")
+
+
+class ZhipuAISearchBase(WebSearchBase):
+    """ZhipuAI's options and SDK calls, shared by ``ZhipuAIWebSearch`` and ``ZhipuAIBatchWebSearch``."""
+
+    provider = "zhipuai"
+    max_top_k = ZHIPUAI_MAX_COUNT
+    _init_parameters = (
+        *WebSearchBase._init_parameters, "search_engine", "search_intent", "search_recency_filter", "content_size",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        api_key: Secret = Secret.from_env_var("ZHIPUAI_API_KEY"),
+        base_url: str | None = None,
+        top_k: int = 5,
+        retries: int = 2,
+        base_delay: float = 1.0,
+        timeout: float = 30.0,
+        retrieve_thread_num: int = 4,
+        on_error: str = "raise",
+        search_kwargs: dict[str, Any] | None = None,
+        search_engine: str = "search_std",
+        search_intent: bool = False,
+        search_recency_filter: str = "noLimit",
+        content_size: str = "medium",
+    ) -> None:
+        """Create the component; no client is made and nothing is sent until the first run.
+
+        :param api_key: ZhipuAI's key, by default from ``ZHIPUAI_API_KEY`` (serialized as that reference only).
+        :param base_url: The API root the SDK appends ``/web_search`` to; None: ``https://open.bigmodel.cn/api/paas/v4``.
+        :param top_k: Hits per query, 1..50 (Zhipu's ``count`` limit).
+        :param retries: Extra attempts after a timeout, a lost connection, 408/429 or 5xx, 0..10 (2 makes the
+            3 tries of UltraRAG's default ``retries: 3``).
+        :param base_delay: Seconds before the first retry, doubled each time, 0..60.
+        :param timeout: Seconds to wait for each request, (0, 120].
+        :param retrieve_thread_num: Queries in flight at once in the batch component (and threads for
+            ``run_async``), 1..64.
+        :param on_error: ``"raise"`` a ``WebSearchError``, or ``"empty"``: log a warning and return no Documents
+            for a query that failed.
+        :param search_kwargs: More body fields (e.g. ``{"search_domain_filter": "www.example.com"}``).
+        :param search_engine: Zhipu's engine, e.g. ``search_std``, ``search_pro``, ``search_pro_sogou``.
+        :param search_intent: Let Zhipu decide first whether the query needs a search at all.
+        :param search_recency_filter: One of ``oneDay``, ``oneWeek``, ``oneMonth``, ``oneYear``, ``noLimit``.
+        :param content_size: ``medium`` (summaries) or ``high`` (longer passages).
+        :raises ValueError: An option outside its allowed range (the message names it and the range).
+        """
+        super().__init__(
+            api_key=api_key,
+            base_url=base_url,
+            top_k=top_k,
+            retries=retries,
+            base_delay=base_delay,
+            timeout=timeout,
+            retrieve_thread_num=retrieve_thread_num,
+            on_error=on_error,
+            search_kwargs=search_kwargs,
+        )
+        if not isinstance(search_engine, str) or not search_engine:
+            raise ValueError(f"search_engine must be a non-empty string such as 'search_std', got {search_engine!r}")
+        if not isinstance(search_intent, bool):
+            raise ValueError(f"search_intent must be true or false, got {search_intent!r}")
+        if search_recency_filter not in RECENCY_FILTERS:
+            raise ValueError(f"search_recency_filter must be one of {RECENCY_FILTERS}, got {search_recency_filter!r}")
+        if content_size not in CONTENT_SIZES:
+            raise ValueError(f"content_size must be one of {CONTENT_SIZES}, got {content_size!r}")
+        self.search_engine = search_engine
+        self.search_intent = search_intent
+        self.search_recency_filter = search_recency_filter
+        self.content_size = content_size
+
+    def _make_client(self, key: str) -> Any:
+        """The zhipuai SDK client, its own retries off."""
+        base = self.base_url or ZHIPUAI_DEFAULT_URL
+        return ZhipuAI(api_key=key, base_url=base, timeout=self.timeout, max_retries=0)
+
+    def _make_async_client(self, key: str) -> Any:
+        """The same synchronous client: the SDK has no asyncio one (see ``_call_async``)."""
+        return self._make_client(key)
+
+    def _call(self, client: Any, query: str, top_k: int) -> list[Hit]:
+        sent, truncated = _fit(query)
+        answer = client.web_search.web_search(
+            search_query=sent,
+            search_engine=self.search_engine,
+            count=top_k,
+            search_intent=self.search_intent,
+            search_recency_filter=self.search_recency_filter,
+            content_size=self.content_size,
+            extra_body=self.search_kwargs or None,
+        )
+        results = getattr(answer, "search_result", None)
+        if not isinstance(results, list):
+            raise ProviderHTTPError(200, f"the answer has no 'search_result' list: {str(answer)[:200]}")
+        return [_hit(result, truncated) for result in results]
+
+    async def _call_async(self, client: Any, query: str, top_k: int) -> list[Hit]:
+        return await asyncio.to_thread(self._call, client, query, top_k)
+
+    def _failure(self, exc: Exception) -> Failure | None:
+        if isinstance(exc, APITimeoutError):
+            return timeout_failure(self.timeout)
+        if isinstance(exc, APIConnectionError):
+            return connection_failure(exc.__cause__ or exc)
+        if isinstance(exc, APIStatusError):
+            return http_failure(exc.status_code, exc.response.text)
+        return None
+
+
+def _fit(query: str) -> tuple[str, bool]:
+    """The query as sent: its first 70 characters (with a warning) when it is longer; and whether it was cut."""
+    if len(query) <= ZHIPUAI_MAX_QUERY_CHARS:
+        return query, False
+    logger.warning(
+        "zhipuai: the query is %d characters long; Zhipu's web_search takes at most %d, so %r is searched",
+        len(query),
+        ZHIPUAI_MAX_QUERY_CHARS,
+        query[:ZHIPUAI_MAX_QUERY_CHARS],
+    )
+    return query[:ZHIPUAI_MAX_QUERY_CHARS], True
+
+
+def _hit(result: Any, truncated: bool) -> Hit:
+    """One ``search_result`` item (the SDK's model, or a plain dict) as a hit."""
+    fields = result if isinstance(result, dict) else getattr(result, "__dict__", None)
+    if not isinstance(fields, dict):
+        raise ProviderHTTPError(200, f"a search_result item is not an object: {str(result)[:200]}")
+    hit = {
+        "content": fields.get("content"),
+        "url": fields.get("link"),
+        "title": fields.get("title"),
+        "media": fields.get("media") or None,
+        "publish_date": fields.get("publish_date") or None,
+    }
+    if truncated:
+        hit["query_truncated"] = True
+    return hit
+
+
+@component
+class ZhipuAIWebSearch(ZhipuAISearchBase, SingleQueryRuns):
+    """Searches the web through ZhipuAI's ``web_search`` API for one query; each hit's content becomes a Document.
+
+    ```python
+    search = ZhipuAIWebSearch(top_k=3, search_engine="search_std")  # key from ZHIPUAI_API_KEY
+    docs = search.run(query="什么是检索增强生成")["documents"]
+    print(docs[0].meta["url"], docs[0].content[:80])
+    ```
+    """
