@@ -32,7 +32,9 @@ from components.embedders import (
 
 KEY_ENV = "NEEDLE_TEST_OPENAI_KEY"
 KEY = "sk-test-5d1c"
-TEXTS = [f"passage {i}: {'cats purr' if i % 2 else 'dogs bark'} [slow]" if i == 0 else f"passage {i}" for i in range(12)]
+TEXTS = [
+    f"passage {i}: {'cats purr' if i % 2 else 'dogs bark'} [slow]" if i == 0 else f"passage {i}" for i in range(12)
+]
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +220,9 @@ def test_429_then_success_is_retried_and_correct(server: EmbeddingServer) -> Non
 def test_repeated_500_fails_after_max_retries_naming_status_and_body(server: EmbeddingServer) -> None:
     server.state.fail = [{"status": 500}] * 10
     embedder = OpenAIBatchTextEmbedder(**options(server, max_retries=2))
-    with pytest.raises(OpenAIEmbeddingError, match=r"HTTP 500 to a request of 2 text\(s\) \(3 attempt\(s\)\)") as caught:
+    with pytest.raises(
+        OpenAIEmbeddingError, match=r"HTTP 500 to a request of 2 text\(s\) \(3 attempt\(s\)\)"
+    ) as caught:
         embedder.run(texts=["a", "b"])
     assert caught.value.status == 500
     assert "The server had an error while processing your request" in str(caught.value)
@@ -276,7 +280,9 @@ def test_an_unreachable_server_is_an_error_after_retries() -> None:
 
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_concurrency_bounds_requests_in_flight_and_order_is_kept(server: EmbeddingServer, concurrency: int) -> None:
-    server.state.delay_s, server.state.slow_s, server.state.shuffle = 0.15, 0.5, True
+    # Long enough for every worker's first request to overlap even on a busy machine.
+    server.state.delay_s = 0.25 if concurrency > 1 else 0.05
+    server.state.slow_s, server.state.shuffle = 0.5, True
     embedder = OpenAIBatchTextEmbedder(**options(server, batch_size=1, concurrency=concurrency))
     embeddings = embedder.run(texts=TEXTS)["embeddings"]
     np.testing.assert_allclose(embeddings, expected(TEXTS))
@@ -300,7 +306,7 @@ def test_a_failing_batch_fails_the_run(server: EmbeddingServer) -> None:
 
 
 async def test_run_async_bounds_concurrency_and_keeps_order(server: EmbeddingServer) -> None:
-    server.state.delay_s, server.state.slow_s, server.state.shuffle = 0.15, 0.5, True
+    server.state.delay_s, server.state.slow_s, server.state.shuffle = 0.25, 0.5, True
     embedder = OpenAIBatchTextEmbedder(**options(server, batch_size=2, concurrency=3))
     result = await embedder.run_async(texts=TEXTS)
     np.testing.assert_allclose(result["embeddings"], expected(TEXTS))

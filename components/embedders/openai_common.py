@@ -182,6 +182,13 @@ class OpenAIEmbedderBase:
         self.warm_up()
         batches = self._batches(texts)
         workers = min(self.concurrency, len(batches))
+        if workers == 1:  # one request at a time: no thread pool to start (a single query pays nothing extra)
+            results = []
+            for batch in batches:
+                results.append(self._embed_batch(batch))
+                if on_batch is not None:
+                    on_batch(len(batch))
+            return _combine(results)
         with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="openai-embed") as pool:
             futures = [pool.submit(self._embed_batch, batch) for batch in batches]
             if on_batch is not None:

@@ -35,6 +35,7 @@ from typing import Any
 
 DEFAULT_DIM = 8
 MAX_INPUTS = 2048
+Reply = tuple[int, Any, dict[str, str] | None]  # status, body (JSON-able, or bytes sent as text/html), headers
 MALFORMED = ("not-json", "no-data", "fewer", "string-value", "ragged", "duplicate-index", "nan")
 
 
@@ -92,6 +93,7 @@ class Handler(BaseHTTPRequestHandler):
 
     server: "EmbeddingServer"
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes; without this each answer waits ~40 ms
 
     def log_message(self, format: str, *args: Any) -> None:
         """Keep test output quiet."""
@@ -107,7 +109,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self) -> None:
-        """Count the request in flight, answer it, log it."""
+        """Count the request in flight, log it, then answer (so a client that has its answer finds it logged)."""
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if self.path != "/v1/embeddings":
             self._send(404, openai_error(f"Invalid URL (POST {self.path})", "invalid_request_error"))
@@ -118,23 +120,26 @@ class Handler(BaseHTTPRequestHandler):
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         entry: dict[str, Any] = {"status": 500, "authorization": self.headers.get("Authorization")}
         try:
-            entry["status"] = self._embeddings(body, entry)
+            reply = self._embeddings(body, entry)
+            entry["status"] = reply[0]
         finally:
             with state.lock:
                 state.in_flight -= 1
                 state.log.append(entry)
+        self._send(*reply)
 
-    def _embeddings(self, body: bytes, entry: dict[str, Any]) -> int:
-        """Check the key and the request, apply queued faults and delays, then answer; returns the status sent."""
+    def _embeddings(self, body: bytes, entry: dict[str, Any]) -> Reply:
+        """Check the key and the request, apply queued faults and delays; the reply to send."""
         state, key = self.server.state, self.server.api_key
         if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
-            error = openai_error("Incorrect API key provided.", "invalid_request_error", None, "invalid_api_key")
-            self._send(401, error)
-            return 401
+            return (
+                401,
+                openai_error("Incorrect API key provided.", "invalid_request_error", None, "invalid_api_key"),
+                None,
+            )
         request, problem = parse_request(body)
         if problem is not None:
-            self._send(400, problem)
-            return 400
+            return 400, problem, None
         texts = [request["input"]] if isinstance(request["input"], str) else request["input"]
         entry.update(inputs=texts, model=request["model"], dimensions=request.get("dimensions"))
         state.stop.wait(state.delay_s + (state.slow_s if any("[slow]" in t for t in texts) else 0.0))
@@ -142,12 +147,10 @@ class Handler(BaseHTTPRequestHandler):
         if fault is not None:
             message, kind, code = STATUS_ERRORS.get(fault["status"], ("Injected failure.", "server_error", None))
             headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else None
-            self._send(fault["status"], openai_error(message, kind, None, code), headers)
-            return int(fault["status"])
-        self._answer(request, texts)
-        return 200
+            return int(fault["status"]), openai_error(message, kind, None, code), headers
+        return self._answer(request, texts)
 
-    def _answer(self, request: dict[str, Any], texts: list[str]) -> None:
+    def _answer(self, request: dict[str, Any], texts: list[str]) -> Reply:
         """The documented success body, possibly broken as the next queued malformation says."""
         dim = request.get("dimensions") or DEFAULT_DIM
         as_base64 = request.get("encoding_format") == "base64"
@@ -166,9 +169,8 @@ class Handler(BaseHTTPRequestHandler):
         }
         mode = self.server.state.pop(self.server.state.malformed)
         if mode == "not-json":
-            self._send(200, b"<html>502 Bad Gateway</html>")
-            return
-        self._send(200, break_answer(answer, mode) if mode else answer)
+            return 200, b"<html>502 Bad Gateway</html>", None
+        return 200, break_answer(answer, mode) if mode else answer, None
 
 
 def encode(vector: list[float], as_base64: bool) -> list[float] | str:
