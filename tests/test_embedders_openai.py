@@ -7,6 +7,7 @@
   embeddings must match sentence-transformers' for the same model within 1e-4 cosine (integration).
 """
 
+import asyncio
 import json
 import os
 import subprocess
@@ -326,6 +327,13 @@ async def test_run_async_of_text_and_document_embedders_and_retries(server: Embe
     server.state.fail = [{"status": 500}] * 3
     with pytest.raises(OpenAIEmbeddingError, match=r"HTTP 500 .*\(2 attempt\(s\)\)"):
         await OpenAITextEmbedder(**options(server, max_retries=1)).run_async(text="fails")
+
+
+def test_one_embedder_serves_run_async_on_successive_event_loops(server: EmbeddingServer) -> None:
+    embedder = OpenAITextEmbedder(**options(server))
+    for text in ("first loop", "second loop"):  # asyncio.run closes its loop: the client must not outlive it
+        embedding = asyncio.run(embedder.run_async(text=text))["embedding"]
+        np.testing.assert_allclose(embedding, vector_for(text))
 
 
 async def test_async_pipeline_warms_up_on_its_loop(server: EmbeddingServer) -> None:

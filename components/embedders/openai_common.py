@@ -1,9 +1,9 @@
 """What our OpenAI-compatible embedders share: options, the SDK clients, batching, concurrency and retries.
 
-Haystack's `OpenAITextEmbedder` / `OpenAIDocumentEmbedder` send one batch after another and leave retries to
-the SDK (fixed 0.5 s back-off, any 4xx body trusted). UltraRAG's `openai` backend keeps several batches in
-flight under a `concurrency` limit; that is what this base does, with the official `openai` SDK pointed at
-`base_url`:
+Haystack's `OpenAITextEmbedder` / `OpenAIDocumentEmbedder` send one batch after another, leave retries to the
+SDK (its own back-off schedule, which a component cannot set) and trust whatever a 200 answer holds. UltraRAG's
+`openai` backend keeps several batches in flight under a `concurrency` limit; that is what this base does, with
+the official `openai` SDK pointed at `base_url`:
 
 * texts go out in requests of `batch_size`, at most `concurrency` at once (threads for `run`, tasks for
   `run_async`), and come back as one matrix in input order whatever order the requests finish in;

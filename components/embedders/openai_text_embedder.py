@@ -1,10 +1,12 @@
 """Query embedder for any OpenAI-compatible embedding server (OpenAI, Infinity, vLLM, TEI, ...).
 
-Haystack's `OpenAITextEmbedder` with the UltraRAG seed's `openai` backend options: `model_name`, `base_url`
-and an `api_key` read from `OPENAI_API_KEY` or `RETRIEVER_API_KEY`; plus `query_instruction` (as our
-sentence-transformers query embedder), the query checks every mode shares, our own retries with back-off,
-and a check that the answer really holds one vector. Same sockets as Haystack's: `text` in, `embedding` and
-`meta` out, so it drops into the same search pipelines.
+It does what Haystack's `OpenAITextEmbedder` does -- same `text` input, `embedding` and `meta` outputs, a `Secret`
+API key serialized as an environment-variable reference, `warm_up`/`warm_up_async`/`close` for the SDK clients --
+so it drops into the same search pipelines. It is not a subclass: Haystack's parameters are named differently
+(`model`, `api_base_url`) from the UltraRAG seed's `model_name` and `base_url`, and the request path (the SDK's
+own retries, an unchecked body) is exactly what `openai_common` replaces. Added: the key from `OPENAI_API_KEY` or
+`RETRIEVER_API_KEY`, `query_instruction` (as our sentence-transformers query embedder), the query checks every
+mode shares, retries with back-off, and a check that the answer holds one finite vector.
 """
 
 from typing import Any
