@@ -22,7 +22,8 @@ class WebSearchError(RuntimeError):
     """A web search failed for good (after retries, or at once when a retry cannot help).
 
     :ivar provider: ``"exa"``, ``"tavily"`` or ``"zhipuai"``.
-    :ivar status: The HTTP status the provider answered, or None (timeout, connection lost, unreadable answer).
+    :ivar status: The HTTP status the provider answered (200 for an answer we cannot read), or None (timeout,
+        connection lost).
     :ivar query: The query that failed.
     """
 
