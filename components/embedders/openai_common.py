@@ -19,6 +19,7 @@ another event loop) and released in `close` / `close_async`.
 
 import asyncio
 import concurrent.futures
+import os
 import time
 import weakref
 from collections.abc import Callable
@@ -131,7 +132,7 @@ class OpenAIEmbedderBase:
     def _client_kwargs(self) -> dict[str, Any]:
         """Key, URL and timeout for an SDK client; the SDK's own retries are off, ours apply instead."""
         key = self.api_key.resolve_value() if self.api_key is not None else None
-        if not key and self.base_url is None:
+        if not key and self.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
             raise ValueError(
                 "api_key: no key found in OPENAI_API_KEY or RETRIEVER_API_KEY; the OpenAI API needs one "
                 "(pass api_key=Secret.from_env_var(...), or base_url for a self-hosted server)"
