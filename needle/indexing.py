@@ -10,6 +10,7 @@ Lite database inside the generation, or a collection of its own on a server, whi
 once the generation is live; the collections of generations the cleanup removes are dropped.
 """
 
+import logging
 import re
 import shutil
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from needle.index_dir import (
 )
 from needle.index_generations import LAYOUT, check_target, previous_embeddings, remove_legacy, take_lock
 
+logger = logging.getLogger(__name__)
 GENERATION = re.compile(r"gen-\d{6}(\.partial)?")  # LAYOUT's generation names, final or partial
 
 
@@ -83,7 +85,8 @@ def build_index(
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
         reuse = previous_embeddings(out) if dense else None
-        build = Build(corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, reuse is None)
+        seeded = reuse is None and seed is not None
+        build = Build(corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded)
         before = server_collections(out, target)
         try:
             LAYOUT.write(out, build.write)
@@ -96,7 +99,10 @@ def build_index(
             ) from error
         remove_legacy(out)
         if target.store == "milvus" and target.uri is not None:
-            retire_collections(out, target.uri, target.collection, str(build.manifest.collection), before)
+            from needle.milvus_index import DEFAULT_COLLECTION, point_alias
+
+            point_alias(target.uri, target.collection or DEFAULT_COLLECTION, str(build.manifest.collection))
+        retire_collections(out, before)
     return build.manifest
 
 
@@ -196,37 +202,48 @@ def empty_directory(directory: Path) -> None:
             entry.unlink()
 
 
-def server_collections(out: Path, target: StoreChoice) -> dict[str, str]:
-    """Generation name -> its collection on the target server, for the generations of OUT now: complete ones
-    by their manifest, partial ones by their would-be name (a killed build may have left that collection)."""
-    if target.store != "milvus" or target.uri is None or not out.is_dir():
-        return {}
-    from needle.milvus_index import MilvusPlace
+def server_collections(out: Path, target: StoreChoice) -> dict[str, tuple[str, str]]:
+    """Generation name -> (server URI, collection) for the generations of OUT that have a server collection:
+    complete ones by their manifest, partial ones by their would-be name on the target server (a killed build
+    may have left that collection)."""
+    from needle.milvus_index import MilvusPlace, is_server
 
-    found: dict[str, str] = {}
-    for entry in out.iterdir():
+    found: dict[str, tuple[str, str]] = {}
+    for entry in out.iterdir() if out.is_dir() else []:
         if not GENERATION.fullmatch(entry.name):
             continue
         name = entry.name.removesuffix(".partial")
         if entry.name.endswith(".partial"):
-            found[name] = MilvusPlace.for_generation(target.uri, target.collection, name).collection
+            if target.store == "milvus" and target.uri is not None:
+                found[name] = (target.uri, MilvusPlace.for_generation(target.uri, target.collection, name).collection)
             continue
         try:
             recorded = load_json(entry / MANIFEST)
         except DocumentStoreError:
             continue  # a damaged generation names no collection we could be sure of
-        if isinstance(recorded, dict) and recorded.get("store") == "milvus" and recorded.get("uri") == target.uri:
-            found[name] = str(recorded.get("collection"))
+        if not isinstance(recorded, dict):
+            continue
+        uri, collection = recorded.get("uri"), recorded.get("collection")
+        if isinstance(uri, str) and is_server(uri) and isinstance(collection, str):
+            found[name] = (uri, collection)
     return found
 
 
-def retire_collections(out: Path, uri: str, name: str | None, live: str, before: dict[str, str]) -> None:
-    """Point the alias NAME at the LIVE collection on the server, then drop the collections of removed generations."""
-    from needle.milvus_index import DEFAULT_COLLECTION, drop_collections, point_alias
+def retire_collections(out: Path, before: dict[str, tuple[str, str]]) -> None:
+    """Drop the server collections of the generations that are gone from OUT (the cleanup after a switch).
 
-    point_alias(uri, name or DEFAULT_COLLECTION, live)
-    gone = [collection for generation, collection in before.items() if not (out / generation).is_dir()]
-    drop_collections(uri, [c for c in gone if c != live])
+    The new generation is live by then, so a server that cannot be reached only leaves a warning (and the
+    collection behind), not a failed build.
+    """
+    from needle.milvus_index import drop_collections
+
+    for generation, (uri, collection) in before.items():
+        if (out / generation).is_dir():
+            continue
+        try:
+            drop_collections(uri, [collection])
+        except DocumentStoreError as error:
+            logger.warning("could not drop %s of the removed generation %s: %s", collection, generation, error)
 
 
 def fill_generation(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
+from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils import Secret
 
 from components.embedders.embedding_file import EmbeddingFileError
@@ -38,6 +39,10 @@ SERVER_SCHEMES = ("http://", "https://", "tcp://")
 DEFAULT_COLLECTION = "needle"
 # needle's --lang -> the store's BM25 analyzer preset (Milvus has no per-character analyzer).
 ANALYZERS = {"en": "english", "zh": "chinese"}
+
+
+class MilvusServerError(DocumentStoreError):
+    """A call to a Milvus server failed (creating an alias, dropping a retired collection)."""
 
 
 def is_server(uri: str) -> bool:
@@ -196,12 +201,17 @@ def release_lite(uri: str) -> None:
 @contextmanager
 def server_client(uri: str) -> Iterator[Any]:
     """A client of the Milvus server at ``uri`` (token from MILVUS_TOKEN), closed afterwards."""
+    from pymilvus.exceptions import MilvusException
+
     from components.stores.milvus.connection import open_client
     from components.stores.milvus.settings import MilvusSettings
 
     client = open_client(MilvusSettings(uri=uri), Secret.from_env_var("MILVUS_TOKEN", strict=False))
     try:
         yield client
+    except MilvusException as error:
+        message = " ".join(str(getattr(error, "message", "") or error).split())
+        raise MilvusServerError(f"Milvus at {uri}: {message}") from error
     finally:
         client.close()
 

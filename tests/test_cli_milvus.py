@@ -277,3 +277,9 @@ def test_a_server_index_builds_a_collection_per_generation_and_moves_the_alias(
     assert manifest_of(index)["collection"] == "docs_gen000004"
     assert server_state(milvus_server) == ("docs_gen000004", ["docs_gen000003", "docs_gen000004"])
     assert search_json(capsys, index, QUERY, "--mode", "dense") == expected
+
+    # Back to Milvus Lite: the server collection of the generation this switch removes is dropped too.
+    assert main(["index", str(SAMPLE), "--out", str(index), "--store", "milvus", "--bm25"]) == 0
+    assert manifest_of(index)["uri"] == "milvus.db"
+    assert server_state(milvus_server) == ("docs_gen000004", ["docs_gen000004"])
+    assert search_json(capsys, index, QUERY, "--mode", "dense") == expected
