@@ -117,6 +117,18 @@ class IndexManifest:
         return f"{name}_batch" if batch else name
 
 
+def carry_embeddings(generation: Path, reuse: Path | None, overwrite: bool) -> Path:
+    """Link ``reuse`` (an earlier embedding file and its fingerprint) into GENERATION unless re-encoding;
+    returns the generation's embedding path. The embedder keeps the file only when its fingerprint matches."""
+    npy = generation / EMBEDDINGS
+    if reuse is not None and not overwrite:
+        link_or_copy(reuse, npy)
+        sidecar = Path(f"{reuse}.json")
+        if sidecar.is_file():
+            link_or_copy(sidecar, Path(f"{npy}.json"))
+    return npy
+
+
 def build_dense(corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None) -> tuple[int, int]:
     """
     Run pipelines/dense_index.yaml into GENERATION; returns (documents written, embedding dimension).
@@ -124,12 +136,7 @@ def build_dense(corpus: Path, generation: Path, model: str, overwrite: bool, reu
     ``reuse`` is the previous generation's embedding file: linked in first, the embedder keeps it when its
     fingerprint matches this model and corpus, and refuses it otherwise (``--overwrite`` re-encodes).
     """
-    npy = generation / EMBEDDINGS
-    if reuse is not None and not overwrite:
-        link_or_copy(reuse, npy)
-        sidecar = Path(f"{reuse}.json")
-        if sidecar.is_file():
-            link_or_copy(sidecar, Path(f"{npy}.json"))
+    npy = carry_embeddings(generation, reuse, overwrite)
     data = pf.load_template("dense_index")
     pf.set_init_param(data, "embedder.model", model)
     pf.set_init_param(data, "embedder.embedding_path", str(npy))

@@ -28,8 +28,8 @@ from haystack.utils import Secret
 
 from components.embedders.embedding_file import EmbeddingFileError
 from needle import pipeline_files as pf
-from needle.index_dir import EmbeddingsNotReusable
-from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy
+from needle.index_dir import EmbeddingsNotReusable, carry_embeddings
+from needle.index_generations import NeedleError
 
 if TYPE_CHECKING:
     from components.stores.milvus.document_store import MilvusDocumentStore
@@ -135,12 +135,7 @@ def build_milvus(
     The embeddings go to GENERATION/embeddings.npy and are carried over from ``reuse`` as for FAISS. The store is
     flushed after the bulk load, then closed (and a Lite database released, so the generation can be renamed).
     """
-    npy = generation / EMBEDDINGS
-    if reuse is not None and not overwrite:
-        link_or_copy(reuse, npy)
-        sidecar = Path(f"{reuse}.json")
-        if sidecar.is_file():
-            link_or_copy(sidecar, Path(f"{npy}.json"))
+    npy = carry_embeddings(generation, reuse, overwrite)
     data = pf.load_template("milvus_index")
     pf.set_init_param(data, "embedder.model", model)
     pf.set_init_param(data, "embedder.embedding_path", str(npy))
