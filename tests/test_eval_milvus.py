@@ -40,8 +40,10 @@ def test_milvus_scores_what_faiss_scores_on_the_same_vectors_and_runs_every_mode
 ) -> None:
     monkeypatch.setattr(needle.eval.command, "CACHE_ROOT", tmp_path / "cache")
     faiss = evaluate(dataset, tmp_path / "faiss.json", "--mode", "dense")
+    evaluate(dataset, tmp_path / "faiss-bm25.json", "--mode", "bm25")  # keeps the dense part and its embeddings
     milvus = evaluate(dataset, tmp_path / "milvus.json", "--mode", "dense", "--store", "milvus")
     assert milvus["embedding_cache_hit"] is True  # seeded from the FAISS eval index of the same corpus
+    assert evaluate(dataset, tmp_path / "again.json", "--mode", "dense")["embedding_cache_hit"] is True
     assert (milvus["name"], milvus["mode"], milvus["params"]["store"]) == ("milvus-dense", "dense", "milvus")
     assert milvus["params"]["index_dir"].endswith("-milvus")
     assert milvus["metrics"] == pytest.approx(faiss["metrics"], abs=1e-6)

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from needle import pipeline_files as pf
 from needle.eval import EvalResult, evaluate_run, load_beir, run_from_rankings
-from needle.index_dir import NeedleError
+from needle.index_dir import IndexManifest, NeedleError
 from needle.index_generations import embeddings_file
 from needle.indexing import StoreChoice, build_index
 from needle.search import Searcher
@@ -46,15 +46,18 @@ def index_for_eval(
 
     The cache was hit when the new generation's embedding file is the previous one (or ``seed``), carried over
     unchanged. A Milvus index always has its dense part: its BM25 and hybrid modes run over the one collection.
+    A BM25 run keeps the dense part of an index that has one (its embeddings are carried over, not encoded), so
+    that the next dense or hybrid run still finds them.
     """
     before = embedding_stamp(index_dir) or (file_stamp(seed) if seed is not None else None)
+    kept = embedding_stamp(index_dir) is not None and live_model(index_dir) == model
     start = time.perf_counter()
     build_index(
         corpus,
         index_dir,
         model=model,
         overwrite=False,
-        dense=mode != "bm25" or store == "milvus",
+        dense=mode != "bm25" or store == "milvus" or kept,
         bm25=mode != "dense",
         target=StoreChoice(store),
         seed=seed,
@@ -63,6 +66,14 @@ def index_for_eval(
     if mode == "bm25" and store == "faiss":
         return took, None
     return took, before is not None and before == embedding_stamp(index_dir)
+
+
+def live_model(index_dir: Path) -> str | None:
+    """The model of the index's live generation, or None when there is no readable index."""
+    try:
+        return IndexManifest.load(index_dir).model
+    except NeedleError:
+        return None
 
 
 def embedding_stamp(index_dir: Path) -> tuple[int, int] | None:
