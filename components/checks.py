@@ -14,14 +14,17 @@ One rule per input, raising Haystack's exception types with a message that names
 - document text: valid Unicode, so a write never fails half-way on encoding.
 """
 
+import math
 import reprlib
 from typing import Any
+from urllib.parse import urlsplit
 
 from haystack.errors import FilterError
 
 MAX_TOP_K = 10_000
 MAX_QUERY_CHARS = 1_048_576
 MAX_FILTER_DEPTH = 100
+MAX_URL_CHARS = 2048
 COMPARISON_OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "in", "not in")
 LOGICAL_OPERATORS = ("AND", "OR", "NOT")
 
@@ -68,6 +71,34 @@ def check_unicode(text: str, name: str) -> None:
             f"{name} is not valid Unicode: lone surrogate {text[exc.start]!r} at character {exc.start} "
             "(invalid UTF-8 bytes or a broken \\u escape in the input)"
         ) from None
+
+
+def check_int(name: str, value: Any, low: int, high: int) -> int:
+    """Return ``value`` if it is an integer in ``[low, high]`` (bools refused); else a ValueError stating the range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def check_number(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
+    """A finite real number in ``[low, high]`` (``(low, high]`` when ``low_open``), bools refused."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not (ok and (value > low if low_open else value >= low) and value <= high):
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{name} must be a finite number in {bracket}{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def check_base_url(value: Any, name: str = "base_url") -> str | None:
+    """None (the service's default) or an http(s) URL of at most MAX_URL_CHARS characters naming a host."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_URL_CHARS:
+        raise ValueError(f"{name} must be None or a string of 1..{MAX_URL_CHARS} characters, got {value!r}")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{name} must start with http:// or https:// and name a host, got {value!r}")
+    return value
 
 
 def check_filters(filters: Any, name: str = "filters") -> None:

@@ -24,13 +24,13 @@ import time
 import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Self
-from urllib.parse import urlsplit
 
 import numpy as np
 import openai
 from haystack import default_from_dict, default_to_dict
 from haystack.utils import Secret
 
+from components.checks import check_base_url, check_int, check_number
 from components.embedders.openai_protocol import (
     Matrix,
     OpenAIEmbeddingError,
@@ -39,26 +39,12 @@ from components.embedders.openai_protocol import (
     parse_embeddings,
     retry_delay,
 )
-from components.rankers.reranker_base import check_int, check_number
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_API_KEY = Secret.from_env_var(["OPENAI_API_KEY", "RETRIEVER_API_KEY"], strict=False)
 MAX_BATCH_SIZE = 2048  # OpenAI's limit on inputs per request
-MAX_URL_CHARS = 2048
 PLACEHOLDER_KEY = "none"  # the SDK insists on a key; a self-hosted server without auth ignores this one
 Meta = dict[str, Any]
-
-
-def check_base_url(base_url: Any) -> str | None:
-    """None (OpenAI, or `OPENAI_BASE_URL`) or an http(s) URL naming a host, e.g. ``http://127.0.0.1:7997/v1``."""
-    if base_url is None:
-        return None
-    if not isinstance(base_url, str) or not 1 <= len(base_url) <= MAX_URL_CHARS:
-        raise ValueError(f"base_url must be None or a string of 1..{MAX_URL_CHARS} characters, got {base_url!r}")
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base_url must start with http:// or https:// and name a host, got {base_url!r}")
-    return base_url
 
 
 def check_string(name: str, value: Any, *, empty: bool = True) -> str:

@@ -9,13 +9,12 @@ from haystack import component, logging
 from haystack.utils import ComponentDevice
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
-from components.checks import check_query, check_top_k
+from components.checks import check_int, check_query, check_top_k
 from components.rankers.model_dir_checks import check_model_dir, check_model_path
 from components.rankers.reranker_base import (
     RerankerMixin,
     Scores,
     check_batch_size,
-    check_int,
     check_texts,
 )
 

@@ -24,8 +24,8 @@ import numpy as np
 import numpy.typing as npt
 from haystack import Document, component
 
-from components.checks import check_query, check_top_k
-from components.rankers.reranker_base import RankerBase, check_number, top_k_order
+from components.checks import check_number, check_query, check_top_k
+from components.rankers.reranker_base import RankerBase, top_k_order
 
 Side: TypeAlias = Literal["dense", "sparse"]
 SIDES: tuple[Side, Side] = ("dense", "sparse")

@@ -9,7 +9,6 @@ rules (query 1..1 MiB characters, not blank, valid Unicode; k 1..10000) are the 
 on the texts to score and on ``batch_size`` belong to rankers alone and live here.
 """
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
@@ -18,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.checks import check_query, check_top_k, check_unicode
+from components.checks import check_int, check_query, check_top_k, check_unicode
 
 TEXTS_MAX_COUNT = 1000 * 1000
 TEXT_MAX_CHARS = 1024 * 1024
@@ -47,22 +46,6 @@ class Reranker(Protocol):
 
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """Haystack socket: new documents carrying scores, best first."""
-
-
-def check_int(name: str, value: Any, low: int, high: int) -> int:
-    """Return ``value`` if it is an integer in ``[low, high]``; else raise a ValueError that states the range."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
-    return value
-
-
-def check_number(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
-    """A finite real number in ``[low, high]`` (``(low, high]`` when ``low_open``), bools refused."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not (ok and (value > low if low_open else value >= low) and value <= high):
-        bracket = "(" if low_open else "["
-        raise ValueError(f"{name} must be a finite number in {bracket}{low}, {high}], got {value!r}")
-    return float(value)
 
 
 def check_texts(texts: Any) -> list[str]:

@@ -13,7 +13,7 @@ import numpy as np
 from haystack import Document, component
 from haystack.utils import Secret
 
-from components.checks import check_query, check_top_k
+from components.checks import check_int, check_number, check_query, check_top_k
 from components.rankers.rerank_protocol import (
     RerankServerError,
     error_text,
@@ -25,8 +25,6 @@ from components.rankers.reranker_base import (
     RerankerMixin,
     Scores,
     check_batch_size,
-    check_int,
-    check_number,
     check_texts,
     document_texts,
     unique_documents,

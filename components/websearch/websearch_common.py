@@ -20,17 +20,15 @@ SDK's exceptions; ``SingleQueryRuns`` / ``BatchQueryRuns`` add the ``run`` / ``r
 import asyncio
 import concurrent.futures
 import logging
-import math
 import time
 import weakref
 from typing import Any, ClassVar, Self
-from urllib.parse import urlsplit
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret
 from haystack.utils.auth import SecretType
 
-from components.checks import check_queries, check_query
+from components.checks import check_base_url, check_int, check_number, check_queries, check_query
 from components.websearch.websearch_errors import Failure, ProviderHTTPError, WebSearchError, http_failure
 
 logger = logging.getLogger(__name__)
@@ -39,31 +37,6 @@ ON_ERROR_CHOICES = ("raise", "empty")
 MAX_RETRIES = 10
 MAX_THREADS = 64
 Hit = dict[str, Any]  # {"content": str, "url", "title", "score"?, other meta}
-
-
-def check_int(name: str, value: Any, low: int, high: int) -> int:
-    """An integer in ``[low, high]`` (bools refused); the error names the parameter and the range."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
-    return value
-
-
-def check_seconds(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
-    """A finite number of seconds in ``[low, high]`` (``(low, high]`` when ``low_open``)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not (ok and (value > low if low_open else value >= low) and value <= high):
-        bracket = "(" if low_open else "["
-        raise ValueError(f"{name} must be a number of seconds in {bracket}{low}, {high}], got {value!r}")
-    return float(value)
-
-
-def check_base_url(value: Any) -> str | None:
-    """None (the provider's own URL) or an http(s) URL naming a host."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc:
-        raise ValueError(f"base_url must be None or an http(s) URL naming a host, got {value!r}")
-    return value.rstrip("/")
 
 
 class WebSearchBase:
@@ -97,11 +70,12 @@ class WebSearchBase:
         if not isinstance(api_key, Secret):
             raise ValueError("api_key must be a haystack.utils.Secret, e.g. Secret.from_env_var('EXA_API_KEY')")
         self.api_key = api_key
-        self.base_url = check_base_url(base_url)
+        base = check_base_url(base_url)
+        self.base_url = base.rstrip("/") if base else None
         self.top_k = check_int("top_k", top_k, 1, self.max_top_k)
         self.retries = check_int("retries", retries, 0, MAX_RETRIES)
-        self.base_delay = check_seconds("base_delay", base_delay, 0, 60)
-        self.timeout = check_seconds("timeout", timeout, 0, 120, low_open=True)
+        self.base_delay = check_number("base_delay", base_delay, 0, 60)
+        self.timeout = check_number("timeout", timeout, 0, 120, low_open=True)
         self.retrieve_thread_num = check_int("retrieve_thread_num", retrieve_thread_num, 1, MAX_THREADS)
         if on_error not in ON_ERROR_CHOICES:
             raise ValueError(f"on_error must be one of {ON_ERROR_CHOICES}, got {on_error!r}")
