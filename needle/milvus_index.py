@@ -188,7 +188,7 @@ def close_stores(pipeline: Pipeline) -> None:
 
 def release_lite(uri: str) -> None:
     """Stop this process's Milvus Lite server of ``uri``, which closes its database and frees its lock."""
-    from milvus_lite.server_manager import server_manager_instance  # type: ignore[import-untyped]  # no stubs
+    from milvus_lite.server_manager import server_manager_instance
 
     server_manager_instance.release_server(uri)
 
