@@ -11,6 +11,10 @@ from lazy_imports import LazyImporter
 
 _import_structure = {
     "embedding_file": ["EmbeddingFileError", "load_embeddings", "save_embeddings"],
+    "infinity_batch_text_embedder": ["InfinityBatchTextEmbedder"],
+    "infinity_document_embedder": ["InfinityDocumentEmbedder"],
+    "infinity_server": ["InfinityServer", "InfinityServerError", "InfinitySettings"],
+    "infinity_text_embedder": ["InfinityTextEmbedder"],
     "model_resolver": ["resolve_model"],
     "openai_batch_text_embedder": ["OpenAIBatchTextEmbedder"],
     "openai_document_embedder": ["OpenAIDocumentEmbedder"],
@@ -25,6 +29,12 @@ if TYPE_CHECKING:
     from .embedding_file import EmbeddingFileError as EmbeddingFileError
     from .embedding_file import load_embeddings as load_embeddings
     from .embedding_file import save_embeddings as save_embeddings
+    from .infinity_batch_text_embedder import InfinityBatchTextEmbedder as InfinityBatchTextEmbedder
+    from .infinity_document_embedder import InfinityDocumentEmbedder as InfinityDocumentEmbedder
+    from .infinity_server import InfinityServer as InfinityServer
+    from .infinity_server import InfinityServerError as InfinityServerError
+    from .infinity_server import InfinitySettings as InfinitySettings
+    from .infinity_text_embedder import InfinityTextEmbedder as InfinityTextEmbedder
     from .model_resolver import resolve_model as resolve_model
     from .openai_batch_text_embedder import OpenAIBatchTextEmbedder as OpenAIBatchTextEmbedder
     from .openai_document_embedder import OpenAIDocumentEmbedder as OpenAIDocumentEmbedder
