@@ -38,7 +38,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_readme_has_the_examples_this_test_runs() -> None:
     assert len(blocks("python")) == 3
-    assert len(blocks("console")) == 2
+    assert len(blocks("console")) == 3
     assert "make run" in blocks("bash")[0]
     assert "make test" in blocks("bash")[0]
 
@@ -76,7 +76,7 @@ def wait_for_server(curl_line: str, deadline_s: float = 120) -> None:
     pytest.fail(f"no server deployed {name} at {base}")
 
 
-@pytest.mark.parametrize("index", [0, 1])
+@pytest.mark.parametrize("index", [0, 1, 2])
 def test_console_example_runs(workdir: Path, index: int) -> None:
     lines = [ln[2:].strip() for ln in blocks("console")[index].splitlines() if ln.startswith("$ ")]
     background: list[subprocess.Popen] = []
@@ -90,4 +90,6 @@ def test_console_example_runs(workdir: Path, index: int) -> None:
         out.strip() for line, out in zip(lines, outputs, strict=True) if not line.endswith("&") and "index" not in line
     )
     if index == 1:
+        assert "zipfile" in outputs[-1]
+    if index == 2:
         assert "argparse" in outputs[-1] or "getopt" in outputs[-1] or "optparse" in outputs[-1]
