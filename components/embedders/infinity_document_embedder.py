@@ -108,4 +108,6 @@ class InfinityDocumentEmbedder(InfinityBackend, OpenAIDocumentEmbedder):
 
     def _fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
         """The OpenAI embedder's fingerprint, naming this backend and the pooling that shapes every vector."""
-        return {**super()._fingerprint(documents, texts), "backend": "infinity", "pooling_method": self.pooling_method}
+        # Named, not super(): @component rebuilds the class, so the zero-argument super() of its body fails.
+        base = OpenAIDocumentEmbedder._fingerprint(self, documents, texts)
+        return {**base, "backend": "infinity", "pooling_method": self.pooling_method}
