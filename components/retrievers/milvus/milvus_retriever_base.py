@@ -53,12 +53,11 @@ def checked_embeddings(embeddings: Any, name: str, dim: int | None) -> list[list
     expected = dim if dim is not None else (len(embeddings[0]) if embeddings and isinstance(embeddings[0], list) else 0)
     checked = []
     for position, embedding in enumerate(embeddings):
+        label = f"{name}[{position}]" if name.endswith("s") else name  # a single retriever's one query_embedding
         if not isinstance(embedding, list) or not all(_is_number(value) for value in embedding):
-            raise ValueError(f"{name}[{position}] must be a list of numbers")
+            raise ValueError(f"{label} must be a list of finite numbers")
         if len(embedding) != expected or not embedding:
-            raise ValueError(
-                f"{name}[{position}] has {len(embedding)} values; the collection's vectors have {expected or '>= 1'}"
-            )
+            raise ValueError(f"{label} has {len(embedding)} values; the collection's vectors have {expected or '>= 1'}")
         checked.append([float(value) for value in embedding])
     return checked
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 from pymilvus import DataType, Function, FunctionType, MilvusClient
+from pymilvus.exceptions import MilvusException
 
 from components.stores.milvus.settings import MilvusSettings
 
@@ -22,6 +23,26 @@ class MilvusCollectionError(DocumentStoreError):
 def where(settings: MilvusSettings) -> str:
     """How errors name the collection: its name and the URI it lives at."""
     return f"Milvus collection {settings.collection_name!r} at {settings.uri}"
+
+
+def missing(settings: MilvusSettings) -> MilvusCollectionError:
+    """The error for a search in a collection that does not exist."""
+    return MilvusCollectionError(
+        f"{where(settings)} does not exist: write documents into it first (needle index --store milvus, or "
+        f"pipelines/milvus_index.yaml), or set collection_name/uri to an existing one"
+    )
+
+
+def is_missing(error: MilvusException) -> bool:
+    """Whether Milvus says the collection does not exist (code 100; Milvus Lite also sets the legacy code 4)."""
+    message = str(getattr(error, "message", "")).lower()
+    return error.code in (4, 100) or ("collection" in message and ("not found" in message or "not exist" in message))
+
+
+def is_released(error: MilvusException) -> bool:
+    """Whether Milvus says the collection is not loaded (code 101, e.g. after a server restart)."""
+    message = str(getattr(error, "message", "")).lower()
+    return error.code == 101 or "not loaded" in message or "released" in message
 
 
 def create_collection(client: MilvusClient, settings: MilvusSettings, dim: int) -> None:
@@ -67,7 +88,7 @@ def check_collection(client: MilvusClient, settings: MilvusSettings, dim: int | 
         settings.vector_field_name: (DataType.FLOAT_VECTOR, "vector_field_name"),
     }
     if settings.bm25:
-        expected[settings.sparse_field_name] = (DataType.SPARSE_FLOAT_VECTOR, "sparse_field_name")
+        expected[settings.sparse_field_name] = (DataType.SPARSE_FLOAT_VECTOR, "sparse_field_name (or bm25=False)")
     for name, (kind, setting) in expected.items():
         if name not in fields or fields[name]["type"] != kind:
             raise MilvusCollectionError(

@@ -13,38 +13,49 @@ where it is handled):
 - duplicate policies SKIP and FAIL (upstream inserts duplicates under NONE: Milvus does not enforce unique
   primary keys), ``to_dict``/``from_dict`` that never import a name read from the data (upstream
   ``from_dict`` imports any module a serialized ``builtin_function`` names), one-line errors for an
-  unreachable URI, a locked Milvus Lite database, a missing or mismatched collection.
+  unreachable URI, a refused token, a locked Milvus Lite database, a missing or mismatched collection;
+- ``close`` unlocks a Milvus Lite database, a restarted server needs no reload by the user, and an OVERWRITE
+  replaces the meta on Milvus Lite too (see ``connection``, ``calls`` and ``writes``).
 """
 
+import copy
 import threading
 from typing import Any
 
 from haystack import Document, default_from_dict, default_to_dict, logging
-from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 from milvus_haystack import MilvusDocumentStore as UpstreamMilvusDocumentStore
-from pymilvus import AnnSearchRequest, MilvusClient, RRFRanker, WeightedRanker
+from pymilvus import MilvusClient
+from pymilvus.exceptions import MilvusException
 
-from components.checks import check_top_k
-from components.stores.async_twins import DocumentStoreAsyncTwins, twin
+from components.stores.async_twins import DocumentStoreAsyncTwins
 from components.stores.document_checks import check_document_list
 from components.stores.milvus.collection import (
     MilvusCollectionError,
     check_collection,
     create_collection,
     ensure_loaded,
+    missing,
     where,
 )
-from components.stores.milvus.connection import MilvusConnectionError, analyzer_in_use, open_client
-from components.stores.milvus.records import hits_to_documents, milvus_filter, output_fields, to_document, to_rows
+from components.stores.milvus.connection import (
+    MilvusConnectionError,
+    analyzer_in_use,
+    close_client,
+    is_lite_engine,
+    open_client,
+)
+from components.stores.milvus.records import milvus_filter, output_fields, to_document, to_rows
+from components.stores.milvus.searches import RANKERS, MilvusSearches
 from components.stores.milvus.settings import MilvusSettings
+from components.stores.milvus.writes import clear_stale_meta, rows_to_write
 
 logger = logging.getLogger(__name__)
-RANKERS = ("rrf", "weighted")
+__all__ = ["RANKERS", "MilvusDocumentStore"]
 
 
-class MilvusDocumentStore(UpstreamMilvusDocumentStore, DocumentStoreAsyncTwins):  # type: ignore[misc]
+class MilvusDocumentStore(UpstreamMilvusDocumentStore, MilvusSearches, DocumentStoreAsyncTwins):  # type: ignore[misc]
     """
     A Haystack DocumentStore in one Milvus collection: dense vectors, text with Milvus's BM25, and metadata.
 
@@ -113,6 +124,7 @@ class MilvusDocumentStore(UpstreamMilvusDocumentStore, DocumentStoreAsyncTwins):
         self.token = token
         self._lock = threading.RLock()
         self._client: MilvusClient | None = None
+        self._merging_upsert = False
         self.dim: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,6 +135,7 @@ class MilvusDocumentStore(UpstreamMilvusDocumentStore, DocumentStoreAsyncTwins):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "MilvusDocumentStore":
         """Rebuild the store from ``to_dict`` output (only settings: no type named in the data is imported)."""
+        data = copy.deepcopy(data)  # deserialize_secrets_inplace would turn the caller's token into a Secret
         deserialize_secrets_inplace(data.get("init_parameters", {}), keys=["token"])
         return default_from_dict(cls, data)
 
@@ -140,9 +153,15 @@ class MilvusDocumentStore(UpstreamMilvusDocumentStore, DocumentStoreAsyncTwins):
             if self._client is not None:
                 return
             client = open_client(self.settings, self.token)
-            if client.has_collection(self.settings.collection_name):
-                self.dim = check_collection(client, self.settings, None)
-                ensure_loaded(client, self.settings)  # a reopened database starts unloaded: load it for the user
+            try:
+                with self._errors("describe_collection"):
+                    self._merging_upsert = is_lite_engine(client)  # see writes.clear_stale_meta
+                    if client.has_collection(self.settings.collection_name):
+                        self.dim = check_collection(client, self.settings, None)
+                        ensure_loaded(client, self.settings)  # a reopened database starts released: load it
+            except BaseException:
+                close_client(client, self.settings)  # else a Lite database would stay locked by this process
+                raise
             self._client = client
             self._sync_upstream_state()
 
@@ -160,39 +179,45 @@ class MilvusDocumentStore(UpstreamMilvusDocumentStore, DocumentStoreAsyncTwins):
     @property
     def bm25_analyzer_in_use(self) -> str:
         """Which BM25 analyzer runs (Milvus Lite ignores the stemmer filter; a Milvus server applies it)."""
-        return analyzer_in_use(self.client, self.settings)
+        with self._errors("get_server_version"):
+            return analyzer_in_use(self.client, self.settings)
 
     def close(self) -> None:
-        """Close the connection (a Milvus Lite database stays locked by this process until then)."""
+        """Close the connection; a Milvus Lite database is unlocked once no other store of this process has it open."""
         with self._lock:
             if self._client is not None:
-                self._client.close()
-                self._client = None
+                client, self._client = self._client, None
+                self._milvus_client = None
+                close_client(client, self.settings)
 
     def count_documents(self) -> int:
         """How many documents the collection holds (0 before the first write)."""
         with self._lock:
             if not self._exists():
                 return 0
-            result = self.client.query(self.settings.collection_name, filter="", output_fields=["count(*)"])
+            result = self._call("query", self.settings.collection_name, filter="", output_fields=["count(*)"])
             return int(result[0]["count(*)"])
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         """All documents matching Haystack ``filters`` (all of them, not capped at Milvus's 16,384 query limit)."""
         expression = milvus_filter(filters, self.settings)
         with self._lock:
-            if not self._exists():
+            if expression is None or not self._exists():  # None: the filters match nothing
                 return []
-            iterator = self.client.query_iterator(
+            iterator = self._call(
+                "query_iterator",
                 self.settings.collection_name,
                 batch_size=1000,
                 filter=expression,
                 output_fields=output_fields(self.settings),
+                timeout=self.settings.timeout,
             )
             documents: list[Document] = []
             try:
                 while batch := iterator.next():
                     documents.extend(to_document(entity, self.settings) for entity in batch)
+            except MilvusException as error:
+                raise self._failure("query_iterator", error) from error
             finally:
                 iterator.close()
             return documents
@@ -213,11 +238,17 @@ class MilvusDocumentStore(UpstreamMilvusDocumentStore, DocumentStoreAsyncTwins):
         rows = to_rows(documents, self.settings)
         with self._lock:
             self._prepare_collection(len(rows[0][self.settings.vector_field_name]))
-            rows = self._apply_policy(rows, policy)
-            write = self.client.upsert if policy == DuplicatePolicy.OVERWRITE else self.client.insert
+            key, overwrite = self.settings.id_field_name, policy == DuplicatePolicy.OVERWRITE
+            stored = set() if overwrite else {row[key] for row in self._stored([r[key] for r in rows], [key])}
+            rows = rows_to_write(rows, policy, stored, self.settings, where(self.settings))
+            if overwrite and self._merging_upsert:
+                clear_stale_meta(rows, self._stored([r[key] for r in rows], ["$meta"]), self.settings)
+            write = "upsert" if overwrite else "insert"
             size = self.settings.index_chunk_size
             for start in range(0, len(rows), size):
-                write(self.settings.collection_name, rows[start : start + size], timeout=self.settings.timeout)
+                self._call(
+                    write, self.settings.collection_name, rows[start : start + size], timeout=self.settings.timeout
+                )
             if len(rows) >= size:
                 self.flush()
             return len(rows)
@@ -225,9 +256,11 @@ class MilvusDocumentStore(UpstreamMilvusDocumentStore, DocumentStoreAsyncTwins):
     def _prepare_collection(self, dim: int) -> None:
         """Create the collection for ``dim``-dimensional vectors, or check that the existing one has them."""
         if self._exists():
-            check_collection(self.client, self.settings, dim)
+            with self._errors("describe_collection"):
+                check_collection(self.client, self.settings, dim)
             return
-        create_collection(self.client, self.settings, dim)
+        with self._errors("create_collection"):
+            create_collection(self.client, self.settings, dim)
         self.dim = dim
         self._collection_exists = True
         logger.info(
@@ -237,49 +270,19 @@ class MilvusDocumentStore(UpstreamMilvusDocumentStore, DocumentStoreAsyncTwins):
     def _analyzer(self) -> str:
         return self.bm25_analyzer_in_use if self.settings.bm25 else "none"
 
-    def _apply_policy(self, rows: list[dict[str, Any]], policy: DuplicatePolicy) -> list[dict[str, Any]]:
-        """The rows to write under ``policy`` (upstream ignores SKIP/FAIL and inserts duplicate ids)."""
-        key = self.settings.id_field_name
-        if policy == DuplicatePolicy.OVERWRITE:
-            return list({row[key]: row for row in rows}.values())  # the last of repeated ids wins
-        stored = self._stored_ids([row[key] for row in rows])
-        if policy == DuplicatePolicy.SKIP:
-            kept: dict[str, dict[str, Any]] = {}
-            for row in rows:
-                if row[key] not in stored:
-                    kept.setdefault(row[key], row)
-            return list(kept.values())
-        seen: set[str] = set()
-        for row in rows:
-            if row[key] in stored or row[key] in seen:
-                raise DuplicateDocumentError(f"ID {row[key]!r} already exists in {where(self.settings)}")
-            seen.add(row[key])
-        return rows
-
-    def _stored_ids(self, ids: list[str]) -> set[str]:
-        """Which of ``ids`` the collection already holds."""
-        found: set[str] = set()
-        size = self.settings.index_chunk_size
-        for start in range(0, len(ids), size):
-            rows = self.client.query(
-                self.settings.collection_name,
-                ids=ids[start : start + size],
-                output_fields=[self.settings.id_field_name],
-            )
-            found.update(row[self.settings.id_field_name] for row in rows)
-        return found
-
     def delete_documents(self, document_ids: list[str]) -> None:
         """Delete the documents with these ids (unknown ids are ignored)."""
         with self._lock:
             if document_ids and self._exists():
-                self.client.delete(self.settings.collection_name, ids=list(document_ids), timeout=self.settings.timeout)
+                self._call(
+                    "delete", self.settings.collection_name, ids=list(document_ids), timeout=self.settings.timeout
+                )
 
     def flush(self) -> None:
         """Seal what was inserted so that searches run on indexed segments (call after bulk loads)."""
         with self._lock:
             if self._exists():
-                self.client.flush(self.settings.collection_name, timeout=self.settings.timeout)
+                self._call("flush", self.settings.collection_name, timeout=self.settings.timeout)
 
     def _exists(self) -> bool:
         self.warm_up()
@@ -288,91 +291,9 @@ class MilvusDocumentStore(UpstreamMilvusDocumentStore, DocumentStoreAsyncTwins):
     def _searchable(self, sparse: bool = False) -> None:
         """Refuse a search on a missing collection, or a BM25 search on one built without BM25."""
         if not self._exists():
-            raise MilvusCollectionError(
-                f"{where(self.settings)} does not exist: write documents into it first "
-                f"(needle index --store milvus), or set collection_name/uri"
-            )
+            raise missing(self.settings)
         if sparse and not self.settings.bm25:
-            raise MilvusCollectionError(f"{where(self.settings)}: BM25 needs bm25=True when the collection is created")
-
-    def embedding_search(
-        self, query_embeddings: list[list[float]], top_k: int, filters: dict[str, Any] | None = None
-    ) -> list[list[Document]]:
-        """Dense search: one best-first list per query embedding, all in one Milvus call (nq > 1)."""
-        check_top_k(top_k)
-        expression = milvus_filter(filters, self.settings)
-        self._searchable()
-        if not query_embeddings:
-            return []
-        hits = self.client.search(
-            self.settings.collection_name,
-            data=query_embeddings,
-            anns_field=self.settings.vector_field_name,
-            search_params=self.settings.dense_search(),
-            limit=top_k,
-            filter=expression,
-            output_fields=output_fields(self.settings),
-            timeout=self.settings.timeout,
-        )
-        return hits_to_documents(hits, self.settings, "dense")
-
-    def bm25_search(
-        self, queries: list[str], top_k: int, filters: dict[str, Any] | None = None
-    ) -> list[list[Document]]:
-        """BM25 search inside Milvus: one best-first list per query text, all in one call."""
-        check_top_k(top_k)
-        expression = milvus_filter(filters, self.settings)
-        self._searchable(sparse=True)
-        if not queries:
-            return []
-        hits = self.client.search(
-            self.settings.collection_name,
-            data=queries,
-            anns_field=self.settings.sparse_field_name,
-            search_params={"metric_type": "BM25", "params": {}},
-            limit=top_k,
-            filter=expression,
-            output_fields=output_fields(self.settings),
-            timeout=self.settings.timeout,
-        )
-        return hits_to_documents(hits, self.settings, "sparse")
-
-    def hybrid_search(
-        self,
-        queries: list[str],
-        query_embeddings: list[list[float]],
-        top_k: int,
-        filters: dict[str, Any] | None = None,
-        ranker: str = "rrf",
-        rrf_k: int = 60,
-        weights: tuple[float, float] = (0.5, 0.5),
-    ) -> list[list[Document]]:
-        """Milvus's own hybrid search: dense and BM25 per query, fused by RRF or by weights, in one call."""
-        check_top_k(top_k)
-        if ranker not in RANKERS:
-            raise ValueError(f"ranker must be one of {', '.join(RANKERS)}, got {ranker!r}")
-        if len(queries) != len(query_embeddings):
-            raise ValueError(f"got {len(queries)} queries but {len(query_embeddings)} query embeddings")
-        expression = milvus_filter(filters, self.settings)
-        self._searchable(sparse=True)
-        if not queries:
-            return []
-        settings = self.settings
-        requests = [
-            AnnSearchRequest(query_embeddings, settings.vector_field_name, settings.dense_search(), top_k, expression),
-            AnnSearchRequest(queries, settings.sparse_field_name, {"metric_type": "BM25"}, top_k, expression),
-        ]
-        fusion = RRFRanker(rrf_k) if ranker == "rrf" else WeightedRanker(*weights)
-        hits = self.client.hybrid_search(
-            settings.collection_name,
-            requests,
-            ranker=fusion,
-            limit=top_k,
-            output_fields=output_fields(settings),
-            timeout=settings.timeout,
-        )
-        return hits_to_documents(hits, settings, "hybrid")
-
-    embedding_search_async = twin(embedding_search)
-    bm25_search_async = twin(bm25_search)
-    hybrid_search_async = twin(hybrid_search)
+            raise MilvusCollectionError(
+                f"{where(self.settings)}: BM25 search needs bm25=True (a collection created with bm25=False has no "
+                f"BM25 field: write the documents into a new collection)"
+            )

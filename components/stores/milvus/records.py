@@ -21,20 +21,38 @@ from components.stores.milvus.settings import MilvusSettings
 logger = logging.getLogger(__name__)
 
 
-def milvus_filter(filters: dict[str, Any] | None, settings: MilvusSettings) -> str:
-    """A Milvus boolean expression for Haystack ``filters`` ('' for none); ``id``/``content`` map to their fields."""
+def milvus_filter(filters: dict[str, Any] | None, settings: MilvusSettings) -> str | None:
+    """
+    A Milvus boolean expression for Haystack ``filters``: '' matches everything, None nothing.
+
+    ``id``/``content`` map to the collection's id and text fields. Logical nodes follow Haystack's semantics
+    with empty ``conditions`` too (AND of none is true, OR of none false, NOT is NOT AND): upstream's
+    ``parse_filters`` renders an empty list as ``()``, which Milvus refuses as a syntax error.
+    """
     check_filters(filters)
     if not filters:
         return ""
-    return str(parse_filters(_renamed(filters, settings)))
+    return _expression(filters, settings)
 
 
-def _renamed(node: dict[str, Any], settings: MilvusSettings) -> dict[str, Any]:
-    """The filter tree with ``id`` and ``content`` renamed to the collection's id and text fields."""
-    if "conditions" in node:
-        return {**node, "conditions": [_renamed(child, settings) for child in node["conditions"]]}
-    names = {"id": settings.id_field_name, "content": settings.text_field_name}
-    return {**node, "field": names.get(node["field"], node["field"])}
+def _expression(node: dict[str, Any], settings: MilvusSettings) -> str | None:
+    if "field" in node:
+        names = {"id": settings.id_field_name, "content": settings.text_field_name}
+        return str(parse_filters({**node, "field": names.get(node["field"], node["field"])}))
+    operator = node["operator"]
+    children = [_expression(child, settings) for child in node["conditions"]]
+    if operator == "OR":
+        if "" in children:
+            return ""
+        kept = [child for child in children if child is not None]
+        return "(" + " or ".join(kept) + ")" if kept else None
+    if None in children:  # AND, and NOT (which is NOT AND)
+        return "" if operator == "NOT" else None
+    kept = [child for child in children if child]
+    if not kept:
+        return None if operator == "NOT" else ""
+    joined = "(" + " and ".join(kept) + ")"
+    return f"(not {joined})" if operator == "NOT" else joined
 
 
 def to_rows(documents: list[Document], settings: MilvusSettings) -> list[dict[str, Any]]:
@@ -109,7 +127,8 @@ def output_fields(settings: MilvusSettings) -> list[str]:
 
 def to_document(entity: dict[str, Any], settings: MilvusSettings, **extra: Any) -> Document:
     """A new Document from one returned entity; ``extra`` sets its score and ``meta['retrieval_type']``."""
-    meta = {key: value for key, value in entity.items() if key not in _not_meta(settings)}
+    # None: a meta key cleared by an overwrite on Milvus Lite (writes.clear_stale_meta); never written otherwise
+    meta = {key: value for key, value in entity.items() if key not in _not_meta(settings) and value is not None}
     retrieval_type = extra.pop("retrieval_type", None)
     if retrieval_type is not None:
         meta["retrieval_type"] = retrieval_type

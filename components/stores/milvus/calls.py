@@ -1,0 +1,91 @@
+"""How the Milvus store calls pymilvus: one-line errors, and the two failures it recovers from by itself.
+
+Every client call goes through ``_call``. A connection closed by the server while idle (gRPC GOAWAY) is
+retried once; a collection found released (a restarted server loads nothing) is loaded and the call made once
+more. Anything else becomes one line naming the collection and URI: the connection lost
+(``MilvusConnectionError``), the collection dropped (``MilvusCollectionError``), or what Milvus said.
+``_stored`` reads rows by id in chunks, for the duplicate policies.
+"""
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from haystack.document_stores.errors import DocumentStoreError
+from pymilvus import MilvusClient
+from pymilvus.exceptions import MilvusException
+
+from components.stores.milvus.collection import ensure_loaded, is_missing, is_released, missing, where
+from components.stores.milvus.connection import call_failure, sent_away
+from components.stores.milvus.settings import MilvusSettings
+
+
+class MilvusCalls:
+    """Mixin of ``MilvusDocumentStore``: ``_call``, ``_errors`` and ``_stored`` over its ``client`` and ``settings``."""
+
+    settings: MilvusSettings
+    dim: int | None
+    _collection_exists: bool
+
+    @property
+    def client(self) -> MilvusClient:
+        raise NotImplementedError
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """
+        One client call with one-line errors; a collection found released is loaded and the call made again.
+
+        A Milvus server (``milvus-lite server`` too) restarts with every collection released, and pymilvus
+        reconnects but does not load it: the call fails with "collection not loaded" (code 101) until someone
+        loads it. The store does that once, so searches keep working across a server restart.
+        """
+        for attempt in (1, 2):
+            client = self.client
+            try:
+                return getattr(client, method)(*args, **kwargs)
+            except MilvusException as error:
+                if attempt == 1 and sent_away(error):  # see connection._connect: gRPC reconnects on the retry
+                    continue
+                if attempt == 1 and is_released(error):
+                    self._reload(error)
+                    continue
+                raise self._failure(method, error) from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reload(self, cause: MilvusException) -> None:
+        with self._errors("load_collection"):
+            ensure_loaded(self.client, self.settings)
+
+    def _failure(self, method: str, error: MilvusException) -> DocumentStoreError:
+        """The one-line error for a failed call: Milvus gone, the collection dropped, or what Milvus said."""
+        lost = call_failure(self.settings, error)
+        if lost is not None:
+            return lost
+        if is_missing(error):
+            self.dim = None  # dropped behind our back: the next write creates it again
+            self._collection_exists = False
+            return missing(self.settings)
+        message = " ".join(str(getattr(error, "message", "") or error).split())
+        return DocumentStoreError(f"{where(self.settings)}: Milvus refused {method}: {message}")
+
+    @contextlib.contextmanager
+    def _errors(self, method: str) -> Iterator[None]:
+        """Turn pymilvus's errors inside the block into the store's one-line errors."""
+        try:
+            yield
+        except MilvusException as error:
+            raise self._failure(method, error) from error
+
+    def _stored(self, ids: list[str], fields: list[str]) -> list[dict[str, Any]]:
+        """The stored rows among ``ids`` with ``fields`` (queried in chunks of ``index_chunk_size``)."""
+        found: list[dict[str, Any]] = []
+        size = self.settings.index_chunk_size
+        for start in range(0, len(ids), size):
+            found += self._call(
+                "query",
+                self.settings.collection_name,
+                ids=ids[start : start + size],
+                output_fields=fields,
+                timeout=self.settings.timeout,
+            )
+        return found
