@@ -205,7 +205,9 @@ def test_an_already_running_server_at_url_is_used_and_left_running(
     monkeypatch.setenv("NEEDLE_TEST_INFINITY_KEY", shared.api_key)
     key = Secret.from_env_var("NEEDLE_TEST_INFINITY_KEY")
     embedder = InfinityBatchTextEmbedder(model_name_or_path="any-name", url=shared.base_url, api_key=key)
-    got = embedder.run(texts=SENTENCES)["embeddings"]
+    pipeline = Pipeline()
+    pipeline.add_component("embedder", embedder)
+    got = pipeline.run({"embedder": {"texts": SENTENCES}})["embedder"]["embeddings"]
     assert embedder.server is None
     assert cosines(got, reference).min() >= 1 - 1e-4
     embedder.close()

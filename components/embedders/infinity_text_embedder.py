@@ -9,6 +9,7 @@ Components with the same server settings in one process share one server; the la
 
 import asyncio
 import re
+import threading
 import weakref
 from typing import Any, ClassVar
 
@@ -23,6 +24,9 @@ from components.embedders.openai_text_embedder import OpenAIQueryEmbedderBase, O
 DEFAULT_INFINITY_KEY = Secret.from_env_var("INFINITY_API_KEY", strict=False)
 POOLING_METHODS = ("auto", "mean", "cls")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|tensorrt|xla|cuda(:\d+(,\d+)*)?")
+# One component warmed up from two threads at once must lease its server once (it would keep one lease forever).
+# Server starts are rare, so one lock for all components is simpler than one per component, and enough.
+_START_LOCK = threading.Lock()
 SERVER_PARAMETERS = (
     "model_name_or_path",
     "url",
@@ -107,17 +111,18 @@ class InfinityBackend(OpenAIEmbedderBase):
 
     def _start_server(self) -> None:
         """Lease and start the managed server unless `url` is set or one is held (idempotent)."""
-        if self.url is not None or self._server is not None:
-            return
-        server = lease(self.settings())
-        try:
-            server.start(self.startup_timeout)
-        except BaseException:
-            release(server)
-            raise
-        self._server = server
-        self._lease = weakref.finalize(self, release, server)  # gives it back if this component is dropped
-        self.base_url = server.base_url
+        with _START_LOCK:
+            if self.url is not None or self._server is not None:
+                return
+            server = lease(self.settings())
+            try:
+                server.start(self.startup_timeout)
+            except BaseException:
+                release(server)
+                raise
+            self._server = server
+            self._lease = weakref.finalize(self, release, server)  # gives it back if this component is dropped
+            self.base_url = server.base_url
 
     def _client_kwargs(self) -> dict[str, Any]:
         """The SDK client options; a managed server is reached with the random key it was started with."""
