@@ -10,8 +10,8 @@ Two places, one layout of generations (see ``needle.index_generations``):
   clients); the collection of every generation the keep-one cleanup removes is dropped, and a failed build
   drops the collection it started. The index's own pipelines name the concrete collection, never the alias.
 
-Milvus Lite runs in-process and locks its data directory until its in-process server stops; closing a client
-does not stop it, so a built or searched Lite database is released explicitly (``release_lite``).
+Milvus Lite runs in-process and locks its data directory; the store frees it when its last user in this process
+closes, so the CLI closes every store it opened.
 """
 
 import logging
@@ -158,9 +158,7 @@ def build_milvus(
             ) from e
         raise
     finally:
-        store.close()
-        if not place.server:
-            release_lite(uri)
+        store.close()  # the last close of a Lite database in this process frees its lock
 
 
 def store_params(uri: str, collection: str, bm25: bool, lang: str | None) -> dict[str, Any]:
@@ -175,22 +173,13 @@ def store_params(uri: str, collection: str, bm25: bool, lang: str | None) -> dic
 
 
 def close_stores(pipeline: Pipeline) -> None:
-    """Close every Milvus store of PIPELINE and release the Lite databases they opened in this process."""
+    """Close every Milvus store of PIPELINE (the last close of a Lite database frees its lock)."""
     from components.stores.milvus.document_store import MilvusDocumentStore
 
     for _, component in pipeline.walk():
         store = getattr(component, "document_store", None)
         if isinstance(store, MilvusDocumentStore):
             store.close()
-            if not is_server(store.settings.uri):
-                release_lite(store.settings.uri)
-
-
-def release_lite(uri: str) -> None:
-    """Stop this process's Milvus Lite server of ``uri``, which closes its database and frees its lock."""
-    from milvus_lite.server_manager import server_manager_instance
-
-    server_manager_instance.release_server(uri)
 
 
 @contextmanager

@@ -166,6 +166,35 @@ def test_delete(written: MilvusDocumentStore, docs: list[Document]) -> None:
     assert store.count_documents() == len(docs) - 2
 
 
+def test_operations_by_id_and_filter(written: MilvusDocumentStore, docs: list[Document]) -> None:
+    store, odd = written, {"field": "meta.kind", "operator": "==", "value": "odd"}
+    expected = sorted(d.id for d in docs if document_matches_filter(odd, d))
+    assert store.count_documents_by_filter(odd) == len(expected)
+    assert sorted(ids(store.get_documents_by_id(["d01", "d02", "missing"]))) == ["d01", "d02"]
+    assert store.update_by_filter(odd, {"tag": "x"}) == len(expected)
+    tagged = store.filter_documents({"field": "meta.tag", "operator": "==", "value": "x"})
+    assert sorted(ids(tagged)) == expected
+    first = store.get_documents_by_id([expected[0]])[0]
+    original = next(d for d in docs if d.id == expected[0])
+    assert first.content == original.content  # content kept, meta merged
+    assert first.meta == {**original.meta, "tag": "x"}
+    assert ids(store.embedding_search([original.embedding], top_k=1)[0]) == [original.id]  # vector kept
+    assert store.delete_by_filter(odd) == len(expected)
+    assert store.count_documents() == len(docs) - len(expected)
+    store.delete_all_documents()
+    assert store.count_documents() == 0
+    assert store.write_documents(docs[:2]) == 2  # the collection stays usable
+
+
+async def test_async_twins_of_the_protocol(written: MilvusDocumentStore, docs: list[Document]) -> None:
+    odd = {"field": "meta.kind", "operator": "==", "value": "odd"}
+    count = await written.count_documents_by_filter_async(odd)
+    assert count == sum(document_matches_filter(odd, d) for d in docs)
+    assert ids(await written.get_documents_by_id_async(["d03"])) == ["d03"]
+    await written.delete_all_documents_async()
+    assert await written.count_documents_async() == 0
+
+
 def test_dense_search_equals_exact_inner_product(store: MilvusDocumentStore, docs: list[Document]) -> None:
     vectors = np.array([d.embedding for d in docs], dtype=np.float32)
     queries = np.random.default_rng(1).standard_normal((5, DIM)).astype(np.float32)

@@ -46,6 +46,7 @@ from components.stores.milvus.connection import (
     is_lite_engine,
     open_client,
 )
+from components.stores.milvus.filter_operations import MilvusFilterOperations
 from components.stores.milvus.records import milvus_filter, output_fields, to_document, to_rows
 from components.stores.milvus.searches import RANKERS, MilvusSearches
 from components.stores.milvus.settings import MilvusSettings
@@ -55,7 +56,12 @@ logger = logging.getLogger(__name__)
 __all__ = ["RANKERS", "MilvusDocumentStore"]
 
 
-class MilvusDocumentStore(UpstreamMilvusDocumentStore, MilvusSearches, DocumentStoreAsyncTwins):  # type: ignore[misc]
+class MilvusDocumentStore(
+    UpstreamMilvusDocumentStore,  # type: ignore[misc]
+    MilvusSearches,
+    MilvusFilterOperations,
+    DocumentStoreAsyncTwins,
+):
     """
     A Haystack DocumentStore in one Milvus collection: dense vectors, text with Milvus's BM25, and metadata.
 
