@@ -26,8 +26,7 @@ class InfinityDocumentEmbedder(InfinityBackend, OpenAIDocumentEmbedder):
     ```
     """
 
-    # The OpenAI bases leave their tuples unannotated, so mypy takes them as fixed-length; ours is longer.
-    _init_parameters: ClassVar[tuple[str, ...]] = (  # type: ignore[assignment]
+    _init_parameters: ClassVar[tuple[str, ...]] = (
         *SERVER_PARAMETERS,
         "prefix",
         "suffix",

@@ -165,8 +165,7 @@ class InfinityBackend(OpenAIEmbedderBase):
 class InfinityQueryEmbedderBase(InfinityBackend, OpenAIQueryEmbedderBase):
     """Options and serialization shared by the Infinity single-query and batch-query embedders."""
 
-    # The OpenAI bases leave their tuples unannotated, so mypy takes them as fixed-length; ours is longer.
-    _init_parameters: ClassVar[tuple[str, ...]] = (  # type: ignore[assignment]
+    _init_parameters: ClassVar[tuple[str, ...]] = (
         *SERVER_PARAMETERS,
         "query_instruction",
         "prefix",

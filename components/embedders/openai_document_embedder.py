@@ -11,7 +11,7 @@ built for anything else is refused with a message that says what differs.
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +36,7 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
     ```
     """
 
-    _init_parameters = (
+    _init_parameters: ClassVar[tuple[str, ...]] = (
         "model_name",
         "base_url",
         "api_key",

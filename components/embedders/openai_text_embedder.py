@@ -9,7 +9,7 @@ own retries, an unchecked body) is exactly what `openai_common` replaces. Added:
 mode shares, retries with back-off, and a check that the answer holds one finite vector.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from haystack import component
 from haystack.utils import Secret
@@ -21,7 +21,7 @@ from components.embedders.openai_common import DEFAULT_API_KEY, DEFAULT_MODEL, O
 class OpenAIQueryEmbedderBase(OpenAIEmbedderBase):
     """Options and serialization shared by the single-query and the batch-query embedder."""
 
-    _init_parameters = (
+    _init_parameters: ClassVar[tuple[str, ...]] = (
         "model_name",
         "base_url",
         "api_key",
