@@ -1,15 +1,13 @@
 """FAISSBatchEmbeddingRetriever: dense retrieval of many queries with one vectorised FAISS call."""
 
-import asyncio
-from typing import Any
+from haystack import component
 
-from haystack import Document, component
-
+from components.retrievers.embedding_runs import BatchEmbeddingRuns
 from components.retrievers.faiss.embedding_retriever import FAISSRetrieverBase
 
 
 @component
-class FAISSBatchEmbeddingRetriever(FAISSRetrieverBase):
+class FAISSBatchEmbeddingRetriever(FAISSRetrieverBase, BatchEmbeddingRuns):
     """
     Retrieves the nearest documents for a batch of query embeddings (UltraRAG's ``retriever_batch_search``).
 
@@ -22,24 +20,3 @@ class FAISSBatchEmbeddingRetriever(FAISSRetrieverBase):
     retriever.run(query_embeddings=embeddings)["documents"]  # one list of Documents per query
     ```
     """
-
-    @component.output_types(documents=list[list[Document]])
-    def run(
-        self, query_embeddings: list[list[float]], filters: dict[str, Any] | None = None, top_k: int | None = None
-    ) -> dict[str, list[list[Document]]]:
-        """
-        Retrieve the nearest documents for each query embedding.
-
-        :param query_embeddings: one embedding per query, all as long as the store's vectors.
-        :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
-        :param top_k: overrides the init ``top_k``, in [1, 10000].
-        :returns: ``{"documents": [[...], ...]}``, one best-first list per query, in query order.
-        """
-        return {"documents": self._search(query_embeddings, "query_embeddings", filters, top_k)}
-
-    @component.output_types(documents=list[list[Document]])
-    async def run_async(
-        self, query_embeddings: list[list[float]], filters: dict[str, Any] | None = None, top_k: int | None = None
-    ) -> dict[str, list[list[Document]]]:
-        """Same as ``run``, in a worker thread so that the event loop keeps serving other requests."""
-        return await asyncio.to_thread(self.run, query_embeddings=query_embeddings, filters=filters, top_k=top_k)

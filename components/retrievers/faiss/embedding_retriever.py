@@ -1,12 +1,12 @@
 """FAISSEmbeddingRetriever: dense retrieval of one query from a FAISSDocumentStore."""
 
-import asyncio
 from typing import Any
 
 import numpy as np
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
+from components.retrievers.embedding_runs import SingleEmbeddingRuns
 from components.retrievers.retriever_common import StoreRetrieverBase
 from components.stores.faiss.document_store import FAISSDocumentStore
 
@@ -50,7 +50,7 @@ class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
         self._set_common(document_store, filters, top_k, filter_policy)
         self.return_embedding = return_embedding
 
-    def _search(
+    def _search_embeddings(
         self, embeddings: list[list[float]], name: str, filters: dict[str, Any] | None, top_k: int | None
     ) -> list[list[Document]]:
         """
@@ -67,7 +67,7 @@ class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
 
 
 @component
-class FAISSEmbeddingRetriever(FAISSRetrieverBase):
+class FAISSEmbeddingRetriever(FAISSRetrieverBase, SingleEmbeddingRuns):
     """
     Retrieves the documents nearest to a query embedding from a FAISSDocumentStore.
 
@@ -81,24 +81,3 @@ class FAISSEmbeddingRetriever(FAISSRetrieverBase):
     retriever.run(query_embedding=text_embedder.run("what is FAISS?")["embedding"])["documents"]
     ```
     """
-
-    @component.output_types(documents=list[Document])
-    def run(
-        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
-    ) -> dict[str, list[Document]]:
-        """
-        Retrieve the documents nearest to ``query_embedding``.
-
-        :param query_embedding: the query's embedding, as long as the store's vectors.
-        :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
-        :param top_k: overrides the init ``top_k``, in [1, 10000].
-        :returns: ``{"documents": [...]}``, best first, at most ``top_k``.
-        """
-        return {"documents": self._search([query_embedding], "query_embedding", filters, top_k)[0]}
-
-    @component.output_types(documents=list[Document])
-    async def run_async(
-        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
-    ) -> dict[str, list[Document]]:
-        """Same as ``run``, in a worker thread so that the event loop keeps serving other requests."""
-        return await asyncio.to_thread(self.run, query_embedding=query_embedding, filters=filters, top_k=top_k)

@@ -69,7 +69,7 @@ def _is_number(value: Any) -> bool:
 class MilvusSearches(MilvusRetrieverBase):
     """The three kinds of Milvus search, for whole batches, with this run's filters and ``top_k``."""
 
-    def _dense(
+    def _search_embeddings(
         self, embeddings: Any, name: str, filters: dict[str, Any] | None, top_k: int | None
     ) -> list[list[Document]]:
         filters, top_k = self._run_settings(filters, top_k)

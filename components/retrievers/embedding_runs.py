@@ -1,0 +1,71 @@
+"""The ``run``/``run_async`` sockets every dense retriever shares, whatever store answers.
+
+FAISS and Milvus retrievers take the same inputs and give the same outputs; they differ only in how their store
+searches a batch of query embeddings, which each retriever class supplies as ``_search_embeddings``. The
+single-query retriever sends a batch of one.
+"""
+
+import asyncio
+from typing import Any
+
+from haystack import Document, component
+
+
+class EmbeddingSearch:
+    """The store-specific part: search a batch of query embeddings with this run's filters and ``top_k``."""
+
+    def _search_embeddings(
+        self, embeddings: Any, name: str, filters: dict[str, Any] | None, top_k: int | None
+    ) -> list[list[Document]]:
+        """One best-first list per embedding; ``name`` is the run parameter that errors name."""
+        raise NotImplementedError
+
+
+class SingleEmbeddingRuns(EmbeddingSearch):
+    """``query_embedding`` → ``documents``."""
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """
+        Retrieve the documents nearest to ``query_embedding``.
+
+        :param query_embedding: the query's embedding, as long as the store's vectors.
+        :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
+        :param top_k: overrides the init ``top_k``, in [1, 10000].
+        :returns: ``{"documents": [...]}``, best first, at most ``top_k``.
+        """
+        return {"documents": self._search_embeddings([query_embedding], "query_embedding", filters, top_k)[0]}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """Same as ``run``, in a worker thread so that the event loop keeps serving other requests."""
+        return await asyncio.to_thread(self.run, query_embedding=query_embedding, filters=filters, top_k=top_k)
+
+
+class BatchEmbeddingRuns(EmbeddingSearch):
+    """``query_embeddings`` → one ``documents`` list per query."""
+
+    @component.output_types(documents=list[list[Document]])
+    def run(
+        self, query_embeddings: list[list[float]], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[list[Document]]]:
+        """
+        Retrieve the nearest documents for each query embedding, all in one store call.
+
+        :param query_embeddings: one embedding per query, all as long as the store's vectors.
+        :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
+        :param top_k: overrides the init ``top_k``, in [1, 10000].
+        :returns: ``{"documents": [[...], ...]}``, one best-first list per query, in query order.
+        """
+        return {"documents": self._search_embeddings(query_embeddings, "query_embeddings", filters, top_k)}
+
+    @component.output_types(documents=list[list[Document]])
+    async def run_async(
+        self, query_embeddings: list[list[float]], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[list[Document]]]:
+        """Same as ``run``, in a worker thread so that the event loop keeps serving other requests."""
+        return await asyncio.to_thread(self.run, query_embeddings=query_embeddings, filters=filters, top_k=top_k)
