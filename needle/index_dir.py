@@ -14,6 +14,8 @@ Layout of one generation (see ``needle.index_generations`` for the directory aro
 ``fill_search_pipeline`` gives the same pipelines with absolute paths for wherever DIR is now.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,15 +144,22 @@ def build_dense(corpus: Path, generation: Path, model: str, overwrite: bool, reu
     pf.set_init_param(data, "embedder.embedding_path", str(npy))
     pf.set_init_param(data, "embedder.overwrite", overwrite)
     pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
-    try:
+    with embeddings_refused():
         written = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+    return written, int(np.load(npy, mmap_mode="r").shape[1])
+
+
+@contextmanager
+def embeddings_refused() -> Iterator[None]:
+    """Turn an index pipeline's refusal of a carried-over embedding file into ``EmbeddingsNotReusable``."""
+    try:
+        yield
     except PipelineRuntimeError as e:
         if isinstance(e.__cause__, EmbeddingFileError):
             raise EmbeddingsNotReusable(
                 f"the index's embeddings cannot be reused ({e.__cause__}); rerun with --overwrite"
             ) from e
         raise
-    return written, int(np.load(npy, mmap_mode="r").shape[1])
 
 
 def build_bm25(corpus: Path, generation: Path, lang: str, documents_from: Path | None) -> int:

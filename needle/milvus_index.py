@@ -22,13 +22,11 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, cast
 
 from haystack import Pipeline
-from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils import Secret
 
-from components.embedders.embedding_file import EmbeddingFileError
 from needle import pipeline_files as pf
-from needle.index_dir import EmbeddingsNotReusable, carry_embeddings
+from needle.index_dir import carry_embeddings, embeddings_refused
 from needle.index_generations import NeedleError
 
 if TYPE_CHECKING:
@@ -146,17 +144,12 @@ def build_milvus(
     pipeline = pf.build(data)
     store = cast("MilvusDocumentStore", pipeline.get_component("writer").document_store)  # type: ignore[attr-defined]
     try:
-        written: int = pipeline.run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+        with embeddings_refused():
+            written: int = pipeline.run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
         store.flush()
         if store.dim is None:
             raise NeedleError(f"corpus {corpus} holds no documents: nothing to index")
         return written, store.dim
-    except PipelineRuntimeError as e:
-        if isinstance(e.__cause__, EmbeddingFileError):
-            raise EmbeddingsNotReusable(
-                f"the index's embeddings cannot be reused ({e.__cause__}); rerun with --overwrite"
-            ) from e
-        raise
     finally:
         store.close()  # the last close of a Lite database in this process frees its lock
 
