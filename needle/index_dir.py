@@ -27,6 +27,7 @@ from haystack.core.errors import PipelineRuntimeError
 
 from components.embedders.embedding_file import EmbeddingFileError
 from needle import pipeline_files as pf
+from needle.backends import Recorded, set_document_embedder, set_query_embedder, spec_of
 from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live
 
 __all__ = ["DEFAULT_MODEL", "IndexManifest", "NeedleError", "as_hits", "fill_search_pipeline"]
@@ -64,6 +65,7 @@ class IndexManifest:
     store: str = "faiss"  # manifests written before Milvus have no store: they are FAISS indexes
     uri: str | None = None  # milvus: a server URL, or the Lite database relative to the generation
     collection: str | None = None  # milvus: the collection of this generation
+    embedder: dict[str, Any] | None = None  # the backend (needle.backends); None: sentence-transformers `model`
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
 
@@ -71,6 +73,7 @@ class IndexManifest:
         """The fields recorded in the generation's manifest (everything but ``generation``; Milvus places only
         for a Milvus index)."""
         unused = {"generation"} | ({"uri", "collection"} if self.store == "faiss" else set())
+        unused |= {"embedder"} if self.embedder is None else set()
         return {k: v for k, v in asdict(self).items() if k not in unused}
 
     @classmethod
@@ -112,6 +115,10 @@ class IndexManifest:
                 problem = f"a Milvus index has a dense part, got modes {self.modes!r}"
             if problem is not None:
                 raise NeedleError(f"{where}: {problem}")
+        try:
+            spec_of(self.embedder)
+        except NeedleError as error:
+            raise NeedleError(f"{where}: {error}") from None
 
     def template(self, mode: str, batch: bool = False) -> str:
         """The pipelines/ template that searches this index in MODE (its batch variant with ``batch``)."""
@@ -131,18 +138,20 @@ def carry_embeddings(generation: Path, reuse: Path | None, overwrite: bool) -> P
     return npy
 
 
-def build_dense(corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None) -> tuple[int, int]:
+def build_dense(
+    corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None, embedder: Recorded = None
+) -> tuple[int, int]:
     """
     Run pipelines/dense_index.yaml into GENERATION; returns (documents written, embedding dimension).
+
+    ``embedder``: the backend as a manifest records it (``needle.backends``); None: sentence-transformers MODEL.
 
     ``reuse`` is the previous generation's embedding file: linked in first, the embedder keeps it when its
     fingerprint matches this model and corpus, and refuses it otherwise (``--overwrite`` re-encodes).
     """
     npy = carry_embeddings(generation, reuse, overwrite)
     data = pf.load_template("dense_index")
-    pf.set_init_param(data, "embedder.model", model)
-    pf.set_init_param(data, "embedder.embedding_path", str(npy))
-    pf.set_init_param(data, "embedder.overwrite", overwrite)
+    set_document_embedder(data, model, str(npy), overwrite, embedder)
     pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
     with embeddings_refused():
         written = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
@@ -187,7 +196,7 @@ def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int =
     names = list(data["components"])
     root = base / manifest.generation
     if "embedder" in names:
-        pf.set_init_param(data, "embedder.model", manifest.model)
+        set_query_embedder(data, manifest.model, manifest.embedder)
     for component in names:
         params = data["components"][component]["init_parameters"]
         store = params.get("document_store")

@@ -1,0 +1,260 @@
+"""The embedding backend chosen by name, as UltraRAG's `backend:` setting chooses it.
+
+`embedder_spec(backend, model_name_or_path, backend_configs)` takes one of `sentence_transformers`, `infinity`,
+`openai` or `bm25` and that backend's block of UltraRAG's `backend_configs`, checks every option, and returns an
+:class:`EmbedderSpec`: the document embedder and the query embedders (single and batch) as serialized components
+(what a pipeline template's `embedder` entry holds) or as instances (`create_embedders`). `bm25` has no
+embedders; its spec gives the BM25 store settings instead.
+
+The table below is the only way from a name to a class: a name from a file never imports anything. An unknown
+backend or option is an error naming it and listing what is allowed. `settings` (what an index manifest records)
+holds no secret: an API key is always a `Secret` read from the environment (by default `OPENAI_API_KEY`, then
+`RETRIEVER_API_KEY`), and a serialized embedder names the variables, never the key.
+"""
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from haystack.utils import Secret
+from haystack.utils.auth import SecretType
+
+BACKENDS = ("sentence_transformers", "infinity", "openai", "bm25")
+ENCODE_OPTIONS = ("normalize_embeddings", "encode_chunk_size", "q_prompt_name", "psg_prompt_name", "q_task", "psg_task")
+OPTIONS: dict[str, tuple[str, ...]] = {
+    "sentence_transformers": ("trust_remote_code", "sentence_transformers_encode"),
+    "infinity": (
+        "bettertransformer",
+        "pooling_method",
+        "model_warmup",
+        "trust_remote_code",
+        "device",
+        "url",
+        "infinity_venv",
+    ),
+    "openai": ("model_name", "base_url", "concurrency"),
+    "bm25": ("lang", "tokenizer"),
+}
+# The seed's BM25 tokenizer names -> our BM25 store's `lang` (auto follows `lang`: en or zh).
+BM25_TOKENIZERS = ("auto", "jieba", "character")
+BM25_LANGS = ("en", "zh")
+_MODULE = "components.embedders"
+# backend -> (document embedder, query embedder, batch query embedder), as "module.Class" under components.embedders.
+CLASSES: dict[str, tuple[str, str, str]] = {
+    "sentence_transformers": (
+        "sentence_transformers_document_embedder.SentenceTransformersDocumentEmbedder",
+        "sentence_transformers_text_embedder.SentenceTransformersTextEmbedder",
+        "sentence_transformers_batch_text_embedder.SentenceTransformersBatchTextEmbedder",
+    ),
+    "infinity": (
+        "infinity_document_embedder.InfinityDocumentEmbedder",
+        "infinity_text_embedder.InfinityTextEmbedder",
+        "infinity_batch_text_embedder.InfinityBatchTextEmbedder",
+    ),
+    "openai": (
+        "openai_document_embedder.OpenAIDocumentEmbedder",
+        "openai_text_embedder.OpenAITextEmbedder",
+        "openai_batch_text_embedder.OpenAIBatchTextEmbedder",
+    ),
+}
+
+
+def check_options(where: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    """Refuse a key of GIVEN that is not in ALLOWED, naming it, WHERE it was and what is allowed."""
+    if not isinstance(given, Mapping):
+        raise ValueError(f"{where} must be a mapping of options, got {given!r}")
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"{where}: option {', '.join(map(str, unknown))} is not supported; allowed: {', '.join(allowed)}"
+        )
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """One checked backend choice: `embedder_spec`'s arguments, and the Secret holding the API key (if given)."""
+
+    backend: str
+    settings: dict[str, Any]  # model_name_or_path, backend_configs (this backend's block), query_instruction, ...
+    api_key: Secret | None = field(default=None, compare=False)
+
+    def recorded(self) -> dict[str, Any]:
+        """What an index manifest keeps: `{"backend", "settings"}`, with the key's environment variables only.
+
+        :raises ValueError: The key is a token (a literal key), which must never be written into a file.
+        """
+        key = self.api_key
+        if key is not None and key.type != SecretType.ENV_VAR:
+            raise ValueError("api_key: a literal key cannot be recorded in an index; use Secret.from_env_var(...)")
+        recorded_key = None if key is None else key.to_dict()
+        return {"backend": self.backend, "settings": {**self.settings, "api_key": recorded_key}}
+
+    @classmethod
+    def from_recorded(cls, recorded: Any) -> "EmbedderSpec":
+        """The spec a manifest recorded; anything else is a ValueError naming the problem."""
+        if not isinstance(recorded, Mapping) or set(recorded) != {"backend", "settings"}:
+            raise ValueError(f"embedder must be {{'backend': ..., 'settings': {{...}}}}, got {recorded!r}")
+        settings = recorded["settings"]
+        if not isinstance(settings, Mapping):
+            raise ValueError(f"embedder settings must be a mapping, got {settings!r}")
+        settings = dict(settings)
+        key = settings.pop("api_key", None)
+        if key is not None and (not isinstance(key, dict) or key.get("type") != SecretType.ENV_VAR.value):
+            raise ValueError(f"embedder api_key must name environment variables, got {key!r}")
+        check_options("embedder settings", settings, SETTINGS)
+        return embedder_spec(recorded["backend"], **settings, api_key=None if key is None else Secret.from_dict(key))
+
+    @property
+    def dense(self) -> bool:
+        """Whether this backend embeds (every backend but bm25)."""
+        return self.backend != "bm25"
+
+    @property
+    def block(self) -> dict[str, Any]:
+        """This backend's block of `backend_configs`."""
+        block: dict[str, Any] = self.settings["backend_configs"]
+        return block
+
+    def bm25_lang(self) -> str:
+        """The BM25 store's `lang` (en, zh or character) from the bm25 block's `lang` and `tokenizer`."""
+        return bm25_lang(self.block)
+
+    def document_embedder(self, embedding_path: str | None = None, overwrite: bool = False) -> dict[str, Any]:
+        """The serialized document embedder, keeping its vectors in EMBEDDING_PATH (`.npy`) unless None."""
+        return self._serialize(self.instance(0, {"embedding_path": embedding_path, "overwrite": overwrite}))
+
+    def query_embedder(self, batch: bool = False) -> dict[str, Any]:
+        """The serialized query embedder: one query (`text` in), or a batch (`texts` in) with ``batch``."""
+        return self._serialize(self.instance(2 if batch else 1))
+
+    def _serialize(self, embedder: Any) -> dict[str, Any]:
+        """EMBEDDER's `to_dict`, without the device it resolved on this machine unless `gpu_ids` chose one
+        (a file written here must still pick the best device where it is loaded)."""
+        data: dict[str, Any] = embedder.to_dict()
+        if self.backend == "sentence_transformers" and self.settings["gpu_ids"] is None:
+            data["init_parameters"].pop("device", None)
+        return data
+
+    def create(
+        self, embedding_path: str | None = None, overwrite: bool = False, batch: bool = False
+    ) -> tuple[Any, Any]:
+        """(document embedder, query embedder) instances; the batch query embedder with ``batch``."""
+        document = self.instance(0, {"embedding_path": embedding_path, "overwrite": overwrite})
+        return document, self.instance(2 if batch else 1)
+
+    def instance(self, role: int, extra: dict[str, Any] | None = None) -> Any:
+        """The embedder of ROLE (0 document, 1 query, 2 batch query) with EXTRA init parameters; not warmed up."""
+        if not self.dense:
+            raise ValueError("backend bm25 has no embedders: it indexes words, not vectors")
+        module, name = CLASSES[self.backend][role].split(".")
+        cls = getattr(importlib.import_module(f"{_MODULE}.{module}"), name)
+        params = {**self._params(role), **(extra or {})}
+        if self.backend != "sentence_transformers" and self.api_key is not None:
+            params["api_key"] = self.api_key
+        return cls(**params)
+
+    def _params(self, role: int) -> dict[str, Any]:
+        """Init parameters of the backend's embedder of ROLE, from the checked settings."""
+        s, block = self.settings, self.block
+        query = {"query_instruction": s["query_instruction"]} if role else {}
+        if self.backend == "openai":
+            return query | {
+                "model_name": block.get("model_name") or s["model_name_or_path"],
+                "base_url": block.get("base_url"),
+                "batch_size": s["batch_size"],
+                "concurrency": block.get("concurrency", 4),
+            }
+        if self.backend == "infinity":
+            return query | {"model_name_or_path": s["model_name_or_path"], "batch_size": s["batch_size"], **block}
+        encode = block.get("sentence_transformers_encode") or {}
+        params = query | {
+            "model": s["model_name_or_path"],
+            "trust_remote_code": block.get("trust_remote_code", False),
+            "batch_size": s["batch_size"],
+            "gpu_ids": s["gpu_ids"],
+            "normalize_embeddings": encode.get("normalize_embeddings", True),
+            "prompt_name": encode.get("q_prompt_name" if role else "psg_prompt_name"),
+            "task": encode.get("q_task" if role else "psg_task"),
+        }
+        if role:
+            params["progress_bar"] = False
+        elif "encode_chunk_size" in encode:
+            params["encode_chunk_size"] = encode["encode_chunk_size"]
+        return params
+
+
+SETTINGS = ("model_name_or_path", "backend_configs", "query_instruction", "batch_size", "gpu_ids")
+
+
+def embedder_spec(
+    backend: str,
+    model_name_or_path: str,
+    backend_configs: Mapping[str, Any] | None = None,
+    *,
+    query_instruction: str = "",
+    batch_size: int = 32,
+    gpu_ids: list[int] | None = None,
+    api_key: Secret | None = None,
+) -> EmbedderSpec:
+    """Check BACKEND and its `backend_configs` block; the spec of its embedders (or of its BM25 settings).
+
+    :param backend: `sentence_transformers`, `infinity`, `openai` or `bm25`.
+    :param model_name_or_path: The model (openai: used when the block has no `model_name`).
+    :param backend_configs: This backend's block of UltraRAG's `backend_configs` (not the whole mapping).
+    :param query_instruction: Text put before every query (the seed's `query_instruction`).
+    :param batch_size: Texts per forward pass or request (the seed's `batch_size`).
+    :param gpu_ids: sentence_transformers: the GPUs to use (the seed's `gpu_ids`); None: the best device.
+    :param api_key: openai/infinity: the key as a Secret; None: the embedders' default environment variables.
+    :raises ValueError: An unknown backend, an option the backend does not take, or a value out of range
+        (the embedder's own check, naming the parameter).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not supported; choose one of {', '.join(BACKENDS)}")
+    block = dict(backend_configs or {})
+    check_options(f"backend_configs.{backend}", block, OPTIONS[backend])
+    if backend == "sentence_transformers":
+        encode = block.get("sentence_transformers_encode") or {}
+        check_options("backend_configs.sentence_transformers.sentence_transformers_encode", encode, ENCODE_OPTIONS)
+    if api_key is not None and not isinstance(api_key, Secret):
+        raise ValueError("api_key must be a haystack.utils.Secret (e.g. Secret.from_env_var('RETRIEVER_API_KEY'))")
+    if gpu_ids is not None and backend != "sentence_transformers":
+        raise ValueError(f"gpu_ids is not supported with backend {backend} (infinity: backend_configs.infinity.device)")
+    settings: dict[str, Any] = {"model_name_or_path": model_name_or_path, "backend_configs": block}
+    settings |= {"query_instruction": query_instruction, "batch_size": batch_size, "gpu_ids": gpu_ids}
+    spec = EmbedderSpec(backend, settings, api_key)
+    if spec.dense:
+        for role in (0, 1, 2):  # builds (never warms up) each embedder, so a bad value fails now, naming it
+            spec.instance(role)
+    else:
+        spec.bm25_lang()
+    return spec
+
+
+def bm25_lang(block: Mapping[str, Any]) -> str:
+    """Our BM25 store's `lang` from the seed's bm25 `lang` (en, zh) and `tokenizer` (auto, jieba, character)."""
+    lang, tokenizer = block.get("lang", "en"), block.get("tokenizer", "auto")
+    if lang not in BM25_LANGS:
+        raise ValueError(f"backend_configs.bm25.lang must be one of {', '.join(BM25_LANGS)}, got {lang!r}")
+    if tokenizer not in BM25_TOKENIZERS:
+        raise ValueError(
+            f"backend_configs.bm25.tokenizer {tokenizer!r} is not supported; choose one of "
+            f"{', '.join(BM25_TOKENIZERS)} (`default`, bm25s' plain splitter, has no counterpart here)"
+        )
+    return {"auto": str(lang), "jieba": "zh", "character": "character"}[tokenizer]
+
+
+def create_embedders(
+    backend: str,
+    model_name_or_path: str,
+    backend_configs: Mapping[str, Any] | None = None,
+    *,
+    embedding_path: str | None = None,
+    overwrite: bool = False,
+    batch: bool = False,
+    **options: Any,
+) -> tuple[Any, Any]:
+    """(document embedder, query embedder) instances of BACKEND, not warmed up; OPTIONS as for `embedder_spec`."""
+    return embedder_spec(backend, model_name_or_path, backend_configs, **options).create(
+        embedding_path, overwrite, batch
+    )
