@@ -21,6 +21,7 @@ from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import MANIFEST, load_json
+from needle.backends import Recorded
 from needle.index_dir import (
     EmbeddingsNotReusable,
     IndexManifest,
@@ -59,6 +60,7 @@ def build_index(
     lang: str = "en",
     target: StoreChoice = StoreChoice(),
     seed: Path | None = None,
+    embedder: Recorded = None,
 ) -> IndexManifest:
     """
     Index CORPUS into a new generation of OUT: dense (FAISS or Milvus + embeddings.npy) and/or BM25, manifest,
@@ -66,6 +68,8 @@ def build_index(
 
     ``seed``: an embedding file to carry over when OUT has none of its own (e.g. another index of the same corpus);
     one the embedder refuses is re-encoded rather than an error.
+    ``embedder``: the embedding backend as the manifest records it (``needle.backends``; MODEL names its model);
+    None: sentence-transformers MODEL.
 
     :raises NeedleError: missing corpus, nothing to build, or an OUT that is a file, read-only, or a stranger's
         non-empty directory (never written into); a Milvus option that does not fit (naming the flag).
@@ -86,7 +90,7 @@ def build_index(
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
         reuse = previous_embeddings(out) if dense else None
         seeded = reuse is None and seed is not None
-        build = Build(corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded)
+        build = Build(corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder)
         before = server_collections(out, target)
         try:
             LAYOUT.write(out, build.write)
@@ -120,6 +124,7 @@ class Build:
     target: StoreChoice
     reuse: Path | None
     seeded: bool  # reuse is a seed from elsewhere: re-encode when the embedder refuses it
+    embedder: Recorded = None  # the embedding backend (needle.backends); None: sentence-transformers `model`
     built: IndexManifest | None = None
 
     @property
@@ -152,8 +157,9 @@ class Build:
         if self.target.store == "milvus":
             return self.fill_milvus(partial, reuse)
         return fill_generation(
-            partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse
-        )
+            partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse,
+            self.embedder,
+        )  # fmt: skip
 
     def fill_milvus(self, partial: Path, reuse: Path | None) -> IndexManifest:
         """Build the generation's Milvus collection and write its search pipelines; returns its manifest.
@@ -170,7 +176,7 @@ class Build:
         try:
             count, dim = build_milvus(
                 self.corpus, partial, place, model=self.model, overwrite=self.overwrite, bm25=self.bm25,
-                lang=self.lang, reuse=reuse,
+                lang=self.lang, reuse=reuse, embedder=self.embedder,
             )  # fmt: skip
             modes = ["dense", "bm25"] if self.bm25 else ["dense"]
             manifest = IndexManifest(
@@ -183,6 +189,7 @@ class Build:
                 store="milvus",
                 uri=place.uri,
                 collection=place.collection,
+                embedder=self.embedder,
                 generation=final,
             )
             save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if self.bm25 else []))
@@ -256,13 +263,14 @@ def fill_generation(
     bm25: bool,
     lang: str,
     reuse: Path | None,
+    embedder: Recorded = None,
 ) -> IndexManifest:
     """Build every part of one generation into PARTIAL and write its search pipelines; returns its manifest."""
     final = partial.name.removesuffix(".partial")
     modes: list[str] = []
     dim = None
     if dense:
-        count, dim = build_dense(corpus, partial, model, overwrite, reuse)
+        count, dim = build_dense(corpus, partial, model, overwrite, reuse, embedder)
         modes.append("dense")
     if bm25:
         # BM25 reads its documents from the dense part, named by the path it will have once live; the BM25
@@ -277,6 +285,7 @@ def fill_generation(
         model=model if dense else None,
         dim=dim,
         bm25_lang=lang if bm25 else None,
+        embedder=embedder if dense else None,
         generation=final,
     )
     save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if len(modes) == 2 else []))

@@ -26,6 +26,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils import Secret
 
 from needle import pipeline_files as pf
+from needle.backends import Recorded, set_document_embedder
 from needle.index_dir import carry_embeddings, embeddings_refused
 from needle.index_generations import NeedleError
 
@@ -126,6 +127,7 @@ def build_milvus(
     bm25: bool,
     lang: str,
     reuse: Path | None,
+    embedder: Recorded = None,
 ) -> tuple[int, int]:
     """
     Run pipelines/milvus_index.yaml into GENERATION's collection; returns (documents written, dimension).
@@ -135,9 +137,7 @@ def build_milvus(
     """
     npy = carry_embeddings(generation, reuse, overwrite)
     data = pf.load_template("milvus_index")
-    pf.set_init_param(data, "embedder.model", model)
-    pf.set_init_param(data, "embedder.embedding_path", str(npy))
-    pf.set_init_param(data, "embedder.overwrite", overwrite)
+    set_document_embedder(data, model, str(npy), overwrite, embedder)  # embedder: the backend, as for FAISS
     uri = place.uri_under(generation.resolve())
     for key, value in store_params(uri, place.collection, bm25, lang).items():
         pf.set_init_param(data, f"writer.document_store.{key}", value)
