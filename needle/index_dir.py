@@ -65,6 +65,7 @@ class IndexManifest:
     store: str = "faiss"  # manifests written before Milvus have no store: they are FAISS indexes
     uri: str | None = None  # milvus: a server URL, or the Lite database relative to the generation
     collection: str | None = None  # milvus: the collection of this generation
+    multimodal: bool = False  # images embedded by a CLIP-style model (needle.multimodal_index); recorded when true
     embedder: dict[str, Any] | None = None  # the backend (needle.backends); None: sentence-transformers `model`
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
@@ -73,6 +74,7 @@ class IndexManifest:
         """The fields recorded in the generation's manifest (everything but ``generation``; Milvus places only
         for a Milvus index)."""
         unused = {"generation"} | ({"uri", "collection"} if self.store == "faiss" else set())
+        unused |= set() if self.multimodal else {"multimodal"}
         unused |= {"embedder"} if self.embedder is None else set()
         return {k: v for k, v in asdict(self).items() if k not in unused}
 
@@ -115,6 +117,11 @@ class IndexManifest:
                 problem = f"a Milvus index has a dense part, got modes {self.modes!r}"
             if problem is not None:
                 raise NeedleError(f"{where}: {problem}")
+        from needle.multimodal_index import check_recorded as check_multimodal
+
+        image_problem = check_multimodal(self)
+        if image_problem is not None:
+            raise NeedleError(f"{where}: {image_problem}")
         try:
             spec_of(self.embedder)
         except NeedleError as error:
@@ -123,6 +130,10 @@ class IndexManifest:
     def template(self, mode: str, batch: bool = False) -> str:
         """The pipelines/ template that searches this index in MODE (its batch variant with ``batch``)."""
         name = MILVUS_TEMPLATES[mode] if self.store == "milvus" else mode
+        if self.multimodal:
+            from needle.multimodal_index import SEARCH_TEMPLATE
+
+            name = SEARCH_TEMPLATE
         return f"{name}_batch" if batch else name
 
 

@@ -22,6 +22,7 @@ _import_structure = {
     "openai_text_embedder": ["OpenAITextEmbedder"],
     "sentence_transformers_batch_text_embedder": ["SentenceTransformersBatchTextEmbedder"],
     "sentence_transformers_document_embedder": ["SentenceTransformersDocumentEmbedder"],
+    "sentence_transformers_image_embedder": ["ImageEmbeddingError", "SentenceTransformersImageEmbedder"],
     "sentence_transformers_text_embedder": ["SentenceTransformersTextEmbedder"],
 }
 
@@ -45,6 +46,10 @@ if TYPE_CHECKING:
     )
     from .sentence_transformers_document_embedder import (
         SentenceTransformersDocumentEmbedder as SentenceTransformersDocumentEmbedder,
+    )
+    from .sentence_transformers_image_embedder import ImageEmbeddingError as ImageEmbeddingError
+    from .sentence_transformers_image_embedder import (
+        SentenceTransformersImageEmbedder as SentenceTransformersImageEmbedder,
     )
     from .sentence_transformers_text_embedder import (
         SentenceTransformersTextEmbedder as SentenceTransformersTextEmbedder,
