@@ -61,6 +61,7 @@ def build_index(
     target: StoreChoice = StoreChoice(),
     seed: Path | None = None,
     embedder: Recorded = None,
+    multimodal: bool = False,
 ) -> IndexManifest:
     """
     Index CORPUS into a new generation of OUT: dense (FAISS or Milvus + embeddings.npy) and/or BM25, manifest,
@@ -85,12 +86,19 @@ def build_index(
         from needle.milvus_index import check_milvus_options
 
         check_milvus_options(target.uri, target.collection, lang, dense)
+    if multimodal:  # an image corpus embedded by a CLIP-style model (needle.multimodal_index)
+        from needle.multimodal_index import check_multimodal_options, image_model
+
+        check_multimodal_options(dense=dense, bm25=bm25, store=target.store, embedder=embedder)
+        model = image_model(model)
     check_target(out)
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
         reuse = previous_embeddings(out) if dense else None
         seeded = reuse is None and seed is not None
-        build = Build(corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder)
+        build = Build(
+            corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal
+        )
         before = server_collections(out, target)
         try:
             LAYOUT.write(out, build.write)
@@ -125,6 +133,7 @@ class Build:
     reuse: Path | None
     seeded: bool  # reuse is a seed from elsewhere: re-encode when the embedder refuses it
     embedder: Recorded = None  # the embedding backend (needle.backends); None: sentence-transformers `model`
+    multimodal: bool = False  # an image corpus (needle.multimodal_index)
     built: IndexManifest | None = None
 
     @property
@@ -156,6 +165,10 @@ class Build:
         """Build every part of the generation in PARTIAL, carrying over ``reuse``'s embeddings."""
         if self.target.store == "milvus":
             return self.fill_milvus(partial, reuse)
+        if self.multimodal:
+            from needle.multimodal_index import fill_image_generation
+
+            return fill_image_generation(partial, self.corpus, self.model, self.overwrite, reuse)
         return fill_generation(
             partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse,
             self.embedder,

@@ -16,7 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from needle import pipeline_files as pf
-from needle.index_dir import DEFAULT_MODEL, IndexManifest, NeedleError, carry_embeddings, embeddings_refused
+from needle.index_dir import (
+    DEFAULT_MODEL,
+    IndexManifest,
+    NeedleError,
+    carry_embeddings,
+    embeddings_refused,
+    save_search_pipelines,
+)
 
 DEFAULT_IMAGE_MODEL = "sentence-transformers/clip-ViT-B-32"
 INDEX_TEMPLATE = "image_index"
@@ -29,12 +36,16 @@ def image_model(model: str) -> str:
     return DEFAULT_IMAGE_MODEL if model == DEFAULT_MODEL else model
 
 
-def check_multimodal_options(*, dense: bool, bm25: bool, store: str) -> None:
+def check_multimodal_options(*, dense: bool, bm25: bool, store: str, embedder: object = None) -> None:
     """Refuse ``needle index --multimodal`` options that an image index cannot have, naming the flag."""
     if bm25 or not dense:
         raise NeedleError("--multimodal builds a dense image index only: drop --bm25 and --no-dense")
     if store != "faiss":
         raise NeedleError(f"--multimodal keeps images in the FAISS store only: drop --store {store}")
+    if embedder is not None:
+        raise NeedleError(
+            "--multimodal embeds images with a sentence-transformers CLIP model (--model), no other backend"
+        )
 
 
 def build_image_dense(
@@ -69,3 +80,21 @@ def check_image_mode(manifest: IndexManifest, mode: str, index_dir: Path) -> Non
     """Refuse every search mode but dense on an image index, in one line."""
     if manifest.multimodal and mode != "dense":
         raise NeedleError(f"index {index_dir} is a multimodal (image) index: it answers --mode dense only, not {mode}")
+
+
+def fill_image_generation(
+    partial: Path, corpus: Path, model: str, overwrite: bool, reuse: Path | None
+) -> IndexManifest:
+    """Build the image part of one generation into PARTIAL and write its search pipeline; returns its manifest."""
+    count, dim = build_image_dense(corpus, partial, model, overwrite, reuse)
+    manifest = IndexManifest(
+        corpus=corpus.name,
+        documents=count,
+        modes=["dense"],
+        model=model,
+        dim=dim,
+        multimodal=True,
+        generation=partial.name.removesuffix(".partial"),
+    )
+    save_search_pipelines(partial, manifest, ["dense"])
+    return manifest
