@@ -46,6 +46,7 @@ def cmd_index(args: argparse.Namespace) -> None:
         bm25=args.bm25,
         lang=args.lang,
         target=StoreChoice(args.store, args.uri, args.collection),
+        multimodal=args.multimodal,
     )
     took = time.perf_counter() - start
     where = ""
@@ -146,6 +147,12 @@ def parser() -> argparse.ArgumentParser:
         "and hybrid search run inside Milvus)",
     )
     ix.add_argument("--no-dense", action="store_true", help="BM25 only: skip embeddings and FAISS (FAISS store only)")
+    ix.add_argument(
+        "--multimodal",
+        action="store_true",
+        help="image corpus: lines name an image_path (relative to the corpus), embedded with a CLIP-style --model "
+        "(default sentence-transformers/clip-ViT-B-32); text queries then find the images",
+    )
     ix.add_argument(
         "--lang",
         default="en",

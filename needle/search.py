@@ -72,6 +72,10 @@ class Searcher:
         self.mode = mode or best_mode(self.manifest)
         if self.mode not in MODES:
             raise NeedleError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        if self.manifest.multimodal:  # an image index answers dense text queries only (needle.multimodal_index)
+            from needle.multimodal_index import check_image_mode
+
+            check_image_mode(self.manifest, self.mode, self.index_dir)
         check_mode(self.manifest, self.mode, self.index_dir)
         check_model(self.manifest, model, self.index_dir)
         self.batched = self.mode in BATCH_MODES[self.manifest.store]
