@@ -28,12 +28,18 @@ from needle.index_dir import DEFAULT_MODEL, STORES, NeedleError
 from needle.search import MODES
 
 EXIT_USAGE = 2
+CONFIG_HELP = "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend, paths relative to it)"
 
 
 def cmd_index(args: argparse.Namespace) -> None:
     """Build (or rebuild) an index directory from a corpus JSONL."""
     from needle.indexing import StoreChoice, build_index
 
+    if args.config is not None:
+        index_with_config(args)
+        return
+    if args.corpus is None or args.out is None:
+        raise NeedleError("needle index needs CORPUS and --out DIR (or --config parameter.yaml)")
     if args.store == "faiss" and (args.uri is not None or args.collection is not None):
         raise NeedleError("--uri and --collection need --store milvus (FAISS keeps its index inside --out)")
     start = time.perf_counter()
@@ -58,6 +64,17 @@ def cmd_index(args: argparse.Namespace) -> None:
     print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {args.out}{where} in {took:.1f}s")
 
 
+def index_with_config(args: argparse.Namespace) -> None:
+    """`needle index --config parameter.yaml [--out DIR]`: UltraRAG's retriever file drives the build."""
+    from needle import ultrarag_config
+
+    ultrarag_config.check_no_flags(vars(args))
+    start = time.perf_counter()
+    manifest, out = ultrarag_config.index_with_config(Path(args.config), Path(args.out) if args.out else None)
+    took = time.perf_counter() - start
+    print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {out} in {took:.1f}s")
+
+
 def cmd_search(args: argparse.Namespace) -> None:
     """Answer queries from an index directory; text for people, --json for scripts."""
     import transformers.utils.logging
@@ -65,10 +82,18 @@ def cmd_search(args: argparse.Namespace) -> None:
     from needle.index_dir import as_hits
     from needle.search import Searcher
 
+    index_dir, top_k = args.index_dir, args.top_k or 5
+    if args.config is not None:  # the file names the index; the first positional is a query
+        from needle.ultrarag_config import load_config
+
+        config = load_config(Path(args.config))
+        args.queries, index_dir, top_k = [args.index_dir, *args.queries], config.index_dir, args.top_k or config.top_k
+    if not args.queries:
+        raise NeedleError("the following arguments are required: QUERY")
     check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
     # No "Loading weights" bar above the answers (transformers leaves this function unannotated).
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated upstream
-    searcher = Searcher(Path(args.index_dir), mode=args.mode, top_k=args.top_k, model=args.model)
+    searcher = Searcher(Path(index_dir), mode=args.mode, top_k=top_k, model=args.model)
     try:
         results = searcher.search(args.queries)
     finally:
@@ -136,8 +161,11 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     ix = sub.add_parser("index", help="embed a corpus JSONL and index it (FAISS or Milvus, optionally BM25)")
-    ix.add_argument("corpus", help="corpus JSONL (UltraRAG `contents` lines or BEIR `_id`/`title`/`text` lines)")
-    ix.add_argument("--out", required=True, help="index directory to create, or an index to rebuild (atomically)")
+    ix.add_argument(
+        "corpus", nargs="?", help="corpus JSONL (UltraRAG `contents` lines or BEIR `_id`/`title`/`text` lines)"
+    )
+    ix.add_argument("--out", help="index directory to create, or an index to rebuild (atomically)")
+    ix.add_argument("--config", help=CONFIG_HELP + "; --out defaults to the directory of its index path")
     ix.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model (default {DEFAULT_MODEL})")
     ix.add_argument("--overwrite", action="store_true", help="re-encode even if the index's embeddings match")
     ix.add_argument(
@@ -179,8 +207,11 @@ def parser() -> argparse.ArgumentParser:
 
     se = sub.add_parser("search", help="search an index directory")
     se.add_argument("index_dir", help="directory made by `needle index`")
-    se.add_argument("queries", nargs="+", metavar="QUERY")
-    se.add_argument("--top-k", type=top_k_number, default=5, help=f"hits per query, 1-{MAX_TOP_K} (default 5)")
+    se.add_argument("queries", nargs="*", metavar="QUERY")
+    se.add_argument(
+        "--top-k", type=top_k_number, help=f"hits per query, 1-{MAX_TOP_K} (default 5, or top_k of --config)"
+    )
+    se.add_argument("--config", help=CONFIG_HELP + "; it names the index, so give only QUERY...")
     se.add_argument(
         "--mode",
         choices=MODES,

@@ -111,6 +111,11 @@ class EmbedderSpec:
         return self.backend != "bm25"
 
     @property
+    def model(self) -> str:
+        """The model the embedders use (openai: the block's `model_name`, else `model_name_or_path`)."""
+        return str(self.block.get("model_name") or self.settings["model_name_or_path"])
+
+    @property
     def block(self) -> dict[str, Any]:
         """This backend's block of `backend_configs`."""
         block: dict[str, Any] = self.settings["backend_configs"]
@@ -160,7 +165,7 @@ class EmbedderSpec:
         query = {"query_instruction": s["query_instruction"]} if role else {}
         if self.backend == "openai":
             return query | {
-                "model_name": block.get("model_name") or s["model_name_or_path"],
+                "model_name": self.model,
                 "base_url": block.get("base_url"),
                 "batch_size": s["batch_size"],
                 "concurrency": block.get("concurrency", 4),
