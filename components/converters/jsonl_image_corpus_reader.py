@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from components.converters.jsonl_corpus_reader import _take_id, _take_string
 from components.converters.jsonl_lines import CorpusFormatError, iter_json_objects
@@ -59,10 +59,8 @@ def verify_image(corpus: Path, line_no: int, value: str, target: Path) -> None:
             image.verify()
     except FileNotFoundError:
         raise CorpusFormatError(corpus, line_no, f"image not found: {value!r} ({target})") from None
-    except (UnidentifiedImageError, Image.DecompressionBombError) as e:
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:  # Pillow's ways to say "damaged"
         raise CorpusFormatError(corpus, line_no, f"not a readable image: {value!r} ({target}): {e}") from None
-    except (OSError, SyntaxError, ValueError) as e:  # Pillow reports damaged data as any of these
-        raise CorpusFormatError(corpus, line_no, f"cannot read image {value!r} ({target}): {e}") from None
 
 
 def _to_image_document(obj: dict[str, Any], corpus: Path, line_no: int) -> Document:
