@@ -237,3 +237,19 @@ def test_tampered_multimodal_field_is_one_line(
     assert "corrupted index manifest" in err
     assert f"multimodal must be true or false, got {value!r}" in err
     assert err.count("\n") == 1
+
+
+def test_rebuild_carries_the_image_embeddings(
+    image_index: Path, clip_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(image_index, copy)
+    before = live_generation(copy)
+    corpus = image_index.parent / "corpus" / "corpus.jsonl"
+    assert main(["index", str(corpus), "--out", str(copy), "--multimodal", "--model", clip_dir]) == 0
+    after = live_generation(copy)
+    assert after != before
+    assert os.path.samefile(before / "embeddings.npy", after / "embeddings.npy")  # linked in, fingerprint matched
+    capsys.readouterr()
+    assert main(["search", str(copy), "yellow star", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0][0]["id"] == "yellow"
