@@ -368,7 +368,7 @@ def test_embedding_file_built_for_another_model_is_refused(server: EmbeddingServ
     other = OpenAIDocumentEmbedder(**options(server, embedding_path=path, model_name="other", progress_bar=False))
     with pytest.raises(EmbeddingFileError, match="model: file has 'text-embedding-3-small', now 'other'"):
         other.run(documents=docs)
-    with pytest.raises(EmbeddingFileError, match="the document texts differ"):
+    with pytest.raises(EmbeddingFileError, match="the embedded inputs differ"):
         OpenAIDocumentEmbedder(**options(server, embedding_path=path, progress_bar=False)).run(
             documents=[Document(id="a", content="alpha"), Document(id="b", content="gamma")]
         )

@@ -78,7 +78,7 @@ def test_yaml_index_pipeline_reads_the_file_back_on_the_second_run(minilm_path: 
         ({"task": "document"}, DOCS, "task: file has None, now 'document'"),
         ({"normalize_embeddings": True}, DOCS, "normalize_embeddings: file has False, now True"),
         ({"prefix": "passage: "}, DOCS, "prefix: file has '', now 'passage: '"),
-        ({}, [*DOCS[:5], Document(id="d5", content="edited")], "the document texts differ"),
+        ({}, [*DOCS[:5], Document(id="d5", content="edited")], "the embedded inputs differ"),
         ({}, DOCS[::-1], "the document ids (or their order) differ"),
         ({}, DOCS[:3], "count: file has 6, now 3"),
     ],

@@ -143,7 +143,7 @@ def test_embedder_reads_blob_or_file_alike_and_keeps_the_npy(clip_dir: str, tmp_
     assert from_files[0].meta["embedding_source"]["type"] == "image"
     assert docs[0].embedding is None  # new Documents out
     toy_image("black").save(tmp_path / "img" / "red.png")  # an image changed: the kept file no longer fits
-    with pytest.raises(EmbeddingFileError, match="texts differ"):
+    with pytest.raises(EmbeddingFileError, match="the embedded inputs differ"):
         embedder.run(documents=docs)
 
 

@@ -26,7 +26,7 @@ FORMAT_VERSION = 1
 _REBUILD_HINT = "pass overwrite=True to rebuild it, or choose another embedding_path"
 _DIGEST_KEYS = {
     "ids_sha256": "the document ids (or their order) differ",
-    "texts_sha256": "the document texts differ (content, prefix/suffix or embedded meta fields)",
+    "texts_sha256": "the embedded inputs differ (content, prefix/suffix, embedded meta fields or image bytes)",
 }
 
 
