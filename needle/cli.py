@@ -3,6 +3,8 @@
     needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
                 [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]]
     needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--json]
+    needle index --config parameter.yaml [--out DIR]    (UltraRAG's retriever file: needle.ultrarag_config)
+    needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
     needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
     needle serve DIR [--host H] [--port P]      (Hayhooks: POST /<mode>_search/run {"query": ...})
