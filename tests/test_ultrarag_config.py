@@ -77,6 +77,19 @@ def test_bm25_backend_builds_a_bm25_index_at_save_path(workdir: Path, capsys: py
     assert json.loads(capsys.readouterr().out)[0][0]["id"] == "bz2-0"
 
 
+@pytest.mark.integration
+def test_milvus_index_backend_drives_index_and_search(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = edited(workdir, index_backend="milvus")
+    assert main(["index", "--config", str(config)]) == 0
+    manifest = IndexManifest.load(workdir / "index")  # the directory holding milvus.uri (index/milvus_demo.db)
+    assert manifest.store == "milvus"
+    capsys.readouterr()
+    assert main(["search", "--config", str(config), QUERY, "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert len(hits[0]) == 5
+    assert hits[0][0]["id"] == "bz2-0"
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
