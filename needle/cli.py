@@ -7,7 +7,7 @@
     needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
     needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
-    needle serve DIR [--host H] [--port P]      (Hayhooks: POST /<mode>_search/run {"query": ...})
+    needle serve DIR [--host H] [--port P] [--reranker MODEL_DIR]   (POST /<mode>_search/run, /mcp, /search, /rerank)
 
 User errors (missing corpus, missing or broken index, wrong model, bad corpus line, a bad query or --top-k,
 an --out that is a file, read-only or someone else's directory, another `needle index` writing the same
@@ -146,7 +146,14 @@ def cmd_serve(args: argparse.Namespace) -> None:
     """Serve an index directory's search pipelines over HTTP (this process becomes the server)."""
     from needle.serve import serve
 
-    serve(Path(args.index_dir), host=args.host, port=args.port, cors_origins=args.cors_origin or [])
+    serve(
+        Path(args.index_dir),
+        host=args.host,
+        port=args.port,
+        cors_origins=args.cors_origin or [],
+        reranker=args.reranker,
+        reranker_max_batch=args.reranker_max_batch,
+    )
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -256,6 +263,18 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         metavar="ORIGIN",
         help="allow browser pages from ORIGIN (repeatable); default: no CORS headers at all",
+    )
+    sv.add_argument(
+        "--reranker",
+        metavar="MODEL_DIR",
+        help="also serve TEI's POST /rerank with this local cross-encoder directory (absolute path)",
+    )
+    sv.add_argument(
+        "--reranker-max-batch",
+        type=int,
+        default=32,
+        metavar="N",
+        help="most texts per /rerank request (413 beyond; default 32, TEI's --max-client-batch-size)",
     )
     sv.set_defaults(func=cmd_serve)
     return p

@@ -12,6 +12,8 @@ from hayhooks.settings import settings
 
 from needle.serve_app import create_search_app
 from needle.serve_pipelines import deploy_all
+from needle.serve_rerank import DEFAULT_MAX_BATCH, RerankService
+from needle.serve_ultrarag import deploy_ultrarag
 
 # Hayhooks saves deployed YAML under settings.pipelines_dir; no route here deploys, and should anything try, this
 # path cannot be created (its parent is a device, not a directory).
@@ -20,14 +22,26 @@ NO_PIPELINES_DIR = "/dev/null/needle-serve-deploys-nothing"
 LOOPBACK_NAMES = ["127.0.0.1", "localhost"]
 
 
-def serve(index_dir: Path, host: str, port: int, cors_origins: list[str]) -> None:
-    """Deploy every search pipeline INDEX_DIR supports, then answer queries until interrupted.
+def serve(
+    index_dir: Path,
+    host: str,
+    port: int,
+    cors_origins: list[str],
+    reranker: str | None = None,
+    reranker_max_batch: int = DEFAULT_MAX_BATCH,
+) -> None:
+    """Deploy every search pipeline INDEX_DIR supports (REST, MCP and UltraRAG's /search), and TEI's /rerank over
+    the cross-encoder directory RERANKER when given; then answer queries until interrupted.
 
-    Raises NeedleError (one line, exit 2 from the CLI) when the index is missing or any pipeline fails to deploy.
+    Raises NeedleError (one line, exit 2 from the CLI) when the index is missing, any pipeline fails to deploy or
+    the reranker fails to load.
     """
     settings.pipelines_dir = NO_PIPELINES_DIR
     served = deploy_all(index_dir)
-    app = create_search_app(served, cors_origins, LOOPBACK_NAMES if host in LOOPBACK_NAMES else None)
-    names = ", ".join(served.registry.get_names())
+    ultrarag = deploy_ultrarag(served)
+    rerank = RerankService(reranker, reranker_max_batch) if reranker else None
+    hosts = LOOPBACK_NAMES if host in LOOPBACK_NAMES else None
+    app = create_search_app(served, cors_origins, hosts, ultrarag=ultrarag, reranker=rerank)
+    names = ", ".join([*served.registry.get_names(), "mcp", "search", *(["rerank"] if rerank else [])])
     print(f"needle serve: {names} from {index_dir} on http://{host}:{port}", flush=True)
     run_app(app, host=host, port=port)

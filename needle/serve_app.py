@@ -1,12 +1,13 @@
 """The HTTP app of `needle serve`: query endpoints only, bounded input, and a 4xx with a message for bad input.
 
 Routes: ``POST /<name>/run`` (``{"query": ..., "top_k"?: ...}`` -> ``{"result": ...}``, as Hayhooks answers YAML
-pipelines), Hayhooks' ``GET /status`` and ``GET /status/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``.
+pipelines), MCP (streamable HTTP) at ``/mcp`` with the same pipelines as tools (``needle.serve_mcp``), UltraRAG's
+``POST /search`` (``needle.serve_ultrarag``), TEI's ``POST /rerank`` with ``--reranker`` (``needle.serve_rerank``),
+Hayhooks' ``GET /status`` and ``GET /status/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``.
 There is no deploy, undeploy, file, chat or drawing route, and no CORS header unless origins are given.
 """
 
 import json
-import os
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -16,28 +17,21 @@ from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.responses import JSONResponse
 from hayhooks.server.logger import log
 from hayhooks.server.routers import status_router
-from haystack.errors import FilterError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from components.checks import MAX_QUERY_CHARS, MAX_TOP_K, check_query
-from needle.serve_pipelines import SearchPlan, ServedPipelines, one_line, root_cause
+from components.checks import MAX_QUERY_CHARS
+from needle.serve_mcp import McpEndpoint
+from needle.serve_pipelines import SearchPlan, ServedPipelines, one_line
+from needle.serve_rerank import RerankService, rerank_route
+from needle.serve_run import INTERNAL_ERROR, SearchRequest, check_request_query, run_search
+from needle.serve_ultrarag import UltraRAGSearch, ultrarag_route
 
 # Room for the longest legal query in UTF-8 (at most 4 bytes a character) plus the JSON around it.
 MAX_BODY_BYTES = 4 * MAX_QUERY_CHARS + 65_536
 BODY_TOO_LARGE = f"request body is larger than the limit of {MAX_BODY_BYTES:,} bytes"
-INTERNAL_ERROR = "internal error while answering the query; the server log has the details"
-CLIENT_ERRORS = (ValueError, FilterError)  # what components raise for bad input
-
-
-class SearchRequest(BaseModel):
-    """One query; unknown fields and loose types are refused rather than ignored or coerced."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    query: str = Field(description=f"the query: 1 to {MAX_QUERY_CHARS:,} characters, not all blank")
-    top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K, description="hits to return (default: the index's)")
 
 
 class SearchResponse(BaseModel):
@@ -57,15 +51,8 @@ def run_route(app: FastAPI, name: str, pipeline: Any, plan: SearchPlan) -> None:
     """Add ``POST /<name>/run``: check the query, run the pipeline through run_async, map errors to 4xx/500."""
 
     async def run(request: SearchRequest) -> SearchResponse:
-        if len(request.query) > MAX_QUERY_CHARS:
-            raise HTTPException(413, f"query is {len(request.query):,} characters; the limit is {MAX_QUERY_CHARS:,}")
-        try:
-            check_query(request.query)
-            data = plan.feed(request.query, request.top_k)
-            result = await pipeline.pipeline.run_async(data=data, include_outputs_from=pipeline.include_outputs_from)
-        except Exception as error:
-            raise pipeline_error(name, error) from error
-        return SearchResponse(result=result)
+        check_request_query(request.query)
+        return SearchResponse(result=await run_search(name, pipeline.pipeline, plan, request.query, request.top_k))
 
     app.add_api_route(
         f"/{name}/run",
@@ -78,16 +65,6 @@ def run_route(app: FastAPI, name: str, pipeline: Any, plan: SearchPlan) -> None:
         summary=f"Search with the {name} pipeline",
         responses={413: {"description": "body or query too large"}, 422: {"description": "bad input"}},
     )
-
-
-def pipeline_error(name: str, error: Exception) -> HTTPException:
-    """422 with the component's message for bad input; otherwise a generic 500 (details only in the log)."""
-    cause = root_cause(error)
-    if isinstance(cause, CLIENT_ERRORS):
-        return HTTPException(422, one_line(cause))
-    log.opt(exception=error).error("pipeline {} failed: {}", name, one_line(cause))
-    detail = f"{INTERNAL_ERROR}: {one_line(cause)}" if os.environ.get("NEEDLE_DEBUG") else INTERNAL_ERROR
-    return HTTPException(500, detail)
 
 
 class BodyLimit:
@@ -146,9 +123,14 @@ async def unexpected_error(request: Request, error: Exception) -> AsciiJSONRespo
 
 
 def create_search_app(
-    served: ServedPipelines, cors_origins: list[str], allowed_hosts: list[str] | None = None
+    served: ServedPipelines,
+    cors_origins: list[str],
+    allowed_hosts: list[str] | None = None,
+    ultrarag: UltraRAGSearch | None = None,
+    reranker: RerankService | None = None,
 ) -> FastAPI:
-    """The app: status, one run route per pipeline, bounded bodies, and CORS only for the given origins.
+    """The app: status, one run route per pipeline, MCP at ``/mcp`` (every pipeline a tool), UltraRAG's
+    ``POST /search`` and TEI's ``POST /rerank`` when given, bounded bodies, and CORS only for the given origins.
 
     With ``allowed_hosts``, a request whose ``Host`` header names another host is refused with 400: a server on
     127.0.0.1 is then out of reach of a web page that points its own domain name at 127.0.0.1 (DNS rebinding).
@@ -172,6 +154,11 @@ def create_search_app(
     app.include_router(status_router)
     for name, plan in served.plans.items():
         run_route(app, name, served.registry.get(name), plan)
+    app.add_api_route("/mcp", McpEndpoint(served), methods=["POST"], include_in_schema=False)
+    if ultrarag is not None:
+        ultrarag_route(app, ultrarag)
+    if reranker is not None:
+        rerank_route(app, reranker)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
     if allowed_hosts:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)

@@ -24,6 +24,7 @@ from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
 from needle.search import MODES
 
 PROBE_QUERY = "needle serve start-up probe"
+EMBEDDER = "embedder"  # the component that embeds the query in every search template (fill_search_pipeline's name)
 FUSED_MODES = ("hybrid", "rrf")  # modes that need both the dense and the BM25 part
 
 
@@ -36,9 +37,10 @@ class SearchPlan:
     answering: str
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> "SearchPlan":
-        """Read the plan from a pipeline dict's Hayhooks ``inputs``/``outputs`` blocks and init parameters."""
-        targets = data["inputs"]["query"]
+    def of(cls, data: dict[str, Any], input_name: str = "query") -> "SearchPlan":
+        """Read the plan from a pipeline dict's Hayhooks ``inputs``/``outputs`` blocks and init parameters;
+        ``input_name="queries"`` reads a batch pipeline's."""
+        targets = data["inputs"][input_name]
         targets = targets if isinstance(targets, list) else [targets]
         defaults = {
             name: spec["init_parameters"]["top_k"]
@@ -48,12 +50,15 @@ class SearchPlan:
         answering = data["outputs"]["documents"].split(".", 1)[0]
         return cls(tuple(tuple(t.split(".", 1)) for t in targets), defaults, answering)
 
-    def feed(self, query: str, top_k: int | None) -> dict[str, dict[str, Any]]:
-        """Pipeline input for one query; a request's top_k goes to the answering component, and candidate
-        generators before it keep at least their own count (the rule ``fill_search_pipeline`` applies)."""
+    def feed(self, query: str | list[str], top_k: int | None, instruction: str = "") -> dict[str, dict[str, Any]]:
+        """Pipeline input for one query (or a batch pipeline's list); a request's top_k goes to the answering
+        component, and candidate generators before it keep at least their own count (the rule
+        ``fill_search_pipeline`` applies). ``instruction`` goes in front of the text the query embedder encodes
+        only: BM25 and the hybrid weighting see the query as sent."""
         data: dict[str, dict[str, Any]] = {}
         for component, socket in self.query_targets:
-            data.setdefault(component, {})[socket] = query
+            text = with_instruction(query, instruction) if component == EMBEDDER else query
+            data.setdefault(component, {})[socket] = text
         if top_k is not None:
             for component, default in self.top_k_defaults.items():
                 data.setdefault(component, {})["top_k"] = top_k if component == self.answering else max(top_k, default)
@@ -62,10 +67,19 @@ class SearchPlan:
 
 @dataclass(frozen=True)
 class ServedPipelines:
-    """The registry Hayhooks' status route reads, and the plan of each pipeline in it."""
+    """The registry Hayhooks' status route reads, the plan of each pipeline in it, and the index they search."""
 
     registry: ImmutablePipelineRegistry
     plans: dict[str, SearchPlan]
+    index_dir: Path
+    manifest: IndexManifest
+
+
+def with_instruction(query: str | list[str], instruction: str) -> str | list[str]:
+    """The query (or each query) with ``instruction`` in front, as UltraRAG's ``query_instruction`` is applied."""
+    if not instruction:
+        return query
+    return f"{instruction}{query}" if isinstance(query, str) else [f"{instruction}{q}" for q in query]
 
 
 def servable_modes(manifest: IndexManifest) -> list[str]:
@@ -111,4 +125,5 @@ def deploy_all(index_dir: Path) -> ServedPipelines:
         raise NeedleError(f"index {index_dir} has no searchable part (modes: {manifest.modes or 'none'})")
     deployed = [deploy(index_dir, manifest, mode) for mode in modes]
     registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
-    return ServedPipelines(registry, {registration.name: plan for registration, plan in deployed})
+    plans = {registration.name: plan for registration, plan in deployed}
+    return ServedPipelines(registry, plans, Path(index_dir), manifest)
