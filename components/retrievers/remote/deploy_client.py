@@ -1,0 +1,162 @@
+"""The client side of UltraRAG's deploy protocol, shared by the single and batch remote retrievers.
+
+``POST {retriever_url}/search`` with ``{"query_list", "top_k", "query_instruction", "collection_name"}`` ->
+``{"ret_psg": [[passage, ...], ...]}`` (the seed's ``retriever_deploy_search``; ``needle serve`` answers it).
+Connection errors, timeouts and 5xx answers are retried with exponential back-off; anything else, and the last
+failure, raises ``RemoteSearchError`` with the server's status and body. Every answer is checked: one list of
+strings per query.
+"""
+
+import asyncio
+from typing import Any, Self
+
+import httpx
+from haystack import Document, default_from_dict, default_to_dict
+
+from components.checks import check_int, check_number, check_queries, check_query, check_top_k
+from components.rankers.tei_ranker import run_blocking
+
+MAX_BODY_CHARS = 500
+RETRY_STATUSES = range(500, 600)
+
+
+class RemoteSearchError(RuntimeError):
+    """The search server failed or answered something unreadable; ``status`` is its HTTP status, if any."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def search_url(retriever_url: str) -> str:
+    """The seed's normalisation: ``http://`` added when no scheme is given, ``/search`` appended unless present."""
+    if not isinstance(retriever_url, str) or not retriever_url.strip():
+        raise ValueError(f"retriever_url must be a non-empty string such as 127.0.0.1:64501, got {retriever_url!r}")
+    url = retriever_url.strip()
+    if not url.startswith(("http://", "https://")):
+        url = f"http://{url}"
+    url = url.rstrip("/")
+    return url if url.endswith("/search") else f"{url}/search"
+
+
+def as_documents(passages: list[str], url: str) -> list[Document]:
+    """One Document per passage, best first; ``meta`` says where it came from and its rank (1-based)."""
+    return [Document(content=text, meta={"rank": rank, "url": url}) for rank, text in enumerate(passages, 1)]
+
+
+def read_passages(body: Any, n_queries: int) -> list[list[str]]:
+    """The ``ret_psg`` lists of an answer, after checking there is one list of strings per query."""
+    lists = body.get("ret_psg") if isinstance(body, dict) else None
+    if not isinstance(lists, list) or len(lists) != n_queries:
+        raise ValueError(f'expected {{"ret_psg": [...]}} with {n_queries} lists, got {str(body)[:MAX_BODY_CHARS]}')
+    for i, passages in enumerate(lists):
+        if not isinstance(passages, list) or not all(isinstance(p, str) for p in passages):
+            raise ValueError(f"ret_psg[{i}] is not a list of passage strings")
+    return lists
+
+
+class DeploySearchClient:
+    """Settings and the request loop; the components add their sockets on top."""
+
+    def __init__(
+        self,
+        retriever_url: str,
+        top_k: int = 5,
+        query_instruction: str = "",
+        collection_name: str = "",
+        timeout: float = 30.0,
+        retries: int = 3,
+        base_delay: float = 1.0,
+    ) -> None:
+        """
+        :param retriever_url: the server, e.g. ``127.0.0.1:64501`` (``http://`` is added when missing).
+        :param top_k: passages per query, 1..10000.
+        :param query_instruction: sent along; the server puts it in front of each query for its dense part.
+        :param collection_name: sent along; ``""`` means the server's own index.
+        :param timeout: seconds for each request, (0, 3600].
+        :param retries: attempts after the first on connection errors, timeouts and 5xx answers, 0..10.
+        :param base_delay: seconds before the first retry, doubling after each, [0, 60].
+        :raises ValueError: if a parameter is out of range; the message names it.
+        """
+        self.url = search_url(retriever_url)
+        self.retriever_url = retriever_url
+        self.top_k = check_top_k(top_k)
+        if not isinstance(query_instruction, str) or not isinstance(collection_name, str):
+            raise ValueError("query_instruction and collection_name must be strings")
+        self.query_instruction = query_instruction
+        self.collection_name = collection_name
+        self.timeout = check_number("timeout", timeout, 0, 3600, low_open=True)
+        self.retries = check_int("retries", retries, 0, 10)
+        self.base_delay = check_number("base_delay", base_delay, 0, 60)
+
+    _init_parameters = (
+        "retriever_url",
+        "top_k",
+        "query_instruction",
+        "collection_name",
+        "timeout",
+        "retries",
+        "base_delay",
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, **{name: getattr(self, name) for name in self._init_parameters})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        return default_from_dict(cls, data)
+
+    async def search_async(self, queries: list[str], top_k: int | None) -> list[list[Document]]:
+        """Documents per query, in query order, from one request (retried as described above)."""
+        k = self.top_k if top_k is None else check_top_k(top_k)
+        payload = {
+            "query_list": queries,
+            "top_k": k,
+            "query_instruction": self.query_instruction,
+            "collection_name": self.collection_name,
+        }
+        async with httpx.AsyncClient(timeout=self.timeout) as client:
+            body = await self._post(client, payload)
+        try:
+            lists = read_passages(body, len(queries))
+        except ValueError as error:
+            raise RemoteSearchError(f"{self.url} answered something unreadable: {error}", 200) from error
+        return [as_documents(passages, self.url) for passages in lists]
+
+    async def _post(self, client: httpx.AsyncClient, payload: dict[str, Any]) -> Any:
+        """POST until a 2xx, a non-retryable answer, or the retries run out."""
+        failure, status = "", None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                await asyncio.sleep(self.base_delay * 2 ** (attempt - 1))
+            try:
+                response = await client.post(self.url, json=payload)
+            except httpx.TransportError as error:  # connection refused or reset, timeouts
+                failure, status = f"{type(error).__name__}: {error}", None
+                continue
+            if response.is_success:
+                try:
+                    return response.json()
+                except ValueError as error:
+                    raise RemoteSearchError(
+                        f"{self.url} answered with invalid JSON: {error}", response.status_code
+                    ) from error
+            failure, status = f"HTTP {response.status_code}: {response.text[:MAX_BODY_CHARS]}", response.status_code
+            if response.status_code not in RETRY_STATUSES:
+                break
+        tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
+        raise RemoteSearchError(f"search at {self.url} failed {tries}: {failure}", status)
+
+    def search(self, queries: list[str], top_k: int | None) -> list[list[Document]]:
+        """The sync twin of ``search_async`` (also safe inside a running event loop)."""
+        return run_blocking(self.search_async(queries, top_k))
+
+
+def checked_query(query: str) -> list[str]:
+    """One query as the one-item list the protocol sends."""
+    return [check_query(query)]
+
+
+def checked_queries(queries: list[str]) -> list[str]:
+    """The queries, each checked (the server would refuse them with a 4xx anyway)."""
+    return check_queries(queries)
