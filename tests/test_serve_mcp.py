@@ -1,13 +1,16 @@
 """MCP on a real `needle serve`: every pipeline is a tool; the mcp SDK's client lists and calls each one, and the
 answers equal the REST route's. Raw JSON-RPC checks the refusals without the SDK."""
 
-import asyncio
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from serve_support import ALL_PIPELINES, Server, shared_server
 
 pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -21,32 +24,31 @@ def rest_ids(server: Server, name: str, query: str, top_k: int) -> list[str]:
     return [doc["id"] for doc in documents]
 
 
-async def with_sdk_client(url: str) -> tuple[set[str], dict[str, list[str]], str]:
-    """List the tools, call each one, and call one with a blank query, through the mcp SDK's client."""
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client
-
-    async with streamablehttp_client(url) as (read, write, _), ClientSession(read, write) as session:
-        await session.initialize()
-        tools = {tool.name for tool in (await session.list_tools()).tools}
-        found = {}
-        for name in sorted(tools):
-            answer = await session.call_tool(name, {"query": "read and write zip archives", "top_k": 3})
-            assert not answer.isError, answer.content
-            found[name] = [hit["id"] for hit in json.loads(answer.content[0].text)["documents"]]
-        refused = await session.call_tool("bm25_search", {"query": "   "})
-        assert refused.isError
-        return tools, found, refused.content[0].text
+def sdk_python() -> str:
+    """An interpreter with the mcp SDK: the Makefile's .venv-mcp (mcp cannot share .venv with zhipuai), or this one."""
+    separate = REPO / ".venv-mcp" / "bin" / "python"
+    if separate.exists():
+        return str(separate)
+    pytest.importorskip("mcp", reason="the mcp SDK client: `make .venv-mcp/.installed` (it clashes with zhipuai)")
+    return sys.executable
 
 
 def test_every_pipeline_is_a_tool_and_answers_as_rest_does(server: Server) -> None:
-    pytest.importorskip("mcp", reason="the mcp SDK client (pip install mcp; it clashes with zhipuai's pyjwt pin)")
-    tools, found, refused = asyncio.run(with_sdk_client(f"http://{server.host}:{server.port}/mcp"))
-    assert tools == ALL_PIPELINES
+    url = f"http://{server.host}:{server.port}/mcp"
+    client = subprocess.run(
+        [sdk_python(), str(REPO / "tests" / "mcp_sdk_client.py"), url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert client.returncode == 0, client.stderr[-2000:]
+    report = json.loads(client.stdout)
+    assert set(report["tools"]) == ALL_PIPELINES
     for name in ALL_PIPELINES:
-        assert found[name] == rest_ids(server, name, "read and write zip archives", 3)
-    assert "422" in refused
-    assert "query is empty" in refused
+        assert report["found"][name] == rest_ids(server, name, "read and write zip archives", 3)
+    assert "422" in report["refused"]
+    assert "query is empty" in report["refused"]
 
 
 def rpc(server: Server, method: str, params: dict | None = None, request_id: int | None = 1) -> dict:

@@ -1,4 +1,4 @@
-"""Retrievers: FAISS embedding, BM25 and Milvus (dense, BM25, hybrid), single query and batch, one subpackage each.
+"""Retrievers: FAISS embedding, BM25 and Milvus (dense, BM25, hybrid), remote (UltraRAG's /search), single and batch.
 
 Submodules import on first use (Haystack's LazyImporter pattern), so importing one component never
 loads the heavy libraries (torch, faiss, bm25s) of the others.
@@ -20,6 +20,7 @@ _import_structure = {
         "MilvusHybridRetriever",
         "MilvusHybridBatchRetriever",
     ],
+    "remote": ["UltraRAGRemoteRetriever", "UltraRAGRemoteBatchRetriever"],
 }
 
 if TYPE_CHECKING:
@@ -33,5 +34,7 @@ if TYPE_CHECKING:
     from .milvus import MilvusEmbeddingRetriever as MilvusEmbeddingRetriever
     from .milvus import MilvusHybridBatchRetriever as MilvusHybridBatchRetriever
     from .milvus import MilvusHybridRetriever as MilvusHybridRetriever
+    from .remote import UltraRAGRemoteBatchRetriever as UltraRAGRemoteBatchRetriever
+    from .remote import UltraRAGRemoteRetriever as UltraRAGRemoteRetriever
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)
