@@ -163,3 +163,30 @@ def load_embeddings(path: str | os.PathLike[str], expected: dict[str, Any]) -> n
             f"float32 of shape {shape}; {_REBUILD_HINT}"
         )
     return matrix.astype(np.float32, copy=False)  # already float32 (checked above): no copy, typed as such
+
+
+def reusable(path: str | os.PathLike[str] | None, overwrite: bool) -> bool:
+    """Whether an embedder reads ``path`` instead of encoding: a path is set, exists, and ``overwrite`` is off."""
+    return path is not None and not overwrite and Path(path).exists()
+
+
+def load_or_encode(
+    path: str | os.PathLike[str] | None,
+    overwrite: bool,
+    fingerprint: Callable[[], dict[str, Any]],
+    encode: Callable[[], npt.NDArray[Any]],
+) -> npt.NDArray[Any]:
+    """
+    The corpus matrix: read from ``path`` when it may be reused (its fingerprint must match), else encoded and,
+    when a path is set, saved there with the fingerprint. The one reuse rule of every document embedder.
+
+    :raises EmbeddingFileError: ``path`` exists but was built for another model, options or inputs.
+    """
+    if path is None:
+        return encode()
+    expected = fingerprint()
+    if reusable(path, overwrite):
+        return load_embeddings(path, expected)
+    matrix = encode()
+    save_embeddings(path, matrix, expected)
+    return matrix

@@ -10,7 +10,6 @@ built for anything else is refused with a message that says what differs.
 """
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,7 +19,7 @@ from haystack.utils import Secret
 from tqdm.auto import tqdm
 
 from components.checks import check_unicode
-from components.embedders.embedding_file import build_fingerprint, load_embeddings, save_embeddings
+from components.embedders.embedding_file import build_fingerprint, load_embeddings, reusable, save_embeddings
 from components.embedders.openai_common import DEFAULT_API_KEY, DEFAULT_MODEL, Meta, OpenAIEmbedderBase, check_string
 
 Rows = npt.NDArray[np.float32]
@@ -139,7 +138,7 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
     def _stored(self, documents: list[Document], texts: list[str]) -> Rows | None:
         """The rows kept at `embedding_path`, if a file is there and may be reused (checked against this run)."""
         path = self.embedding_path
-        if path is None or self.overwrite or not Path(path).exists():
+        if path is None or not reusable(path, self.overwrite):
             return None
         return load_embeddings(path, self._fingerprint(documents, texts))
 

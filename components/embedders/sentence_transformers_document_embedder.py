@@ -15,7 +15,6 @@ wrapper adds next to nothing to sentence-transformers' own time.
 """
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,11 @@ from haystack_integrations.components.embedders.sentence_transformers import (
 )
 from tqdm.auto import tqdm
 
-from components.embedders.embedding_file import build_fingerprint, load_embeddings, save_embeddings
+from components.embedders.embedding_file import (
+    build_fingerprint,
+    load_or_encode,
+    reusable,
+)
 from components.embedders.sentence_transformers_common import (
     DEFAULT_MODEL,
     Backend,
@@ -154,7 +157,7 @@ class SentenceTransformersDocumentEmbedder(
 
     def _may_reuse_file(self) -> bool:
         """True when `run` will try to read `embedding_path` instead of encoding."""
-        return self.embedding_path is not None and not self.overwrite and Path(self.embedding_path).exists()
+        return reusable(self.embedding_path, self.overwrite)
 
     def _texts_to_embed(self, documents: list[Document]) -> list[str]:
         """The exact string encoded per document: prefix, embedded meta fields, content, suffix."""
@@ -199,14 +202,12 @@ class SentenceTransformersDocumentEmbedder(
     def _embeddings_for(self, documents: list[Document]) -> Embeddings:
         """Read the matrix from `embedding_path` when it matches, else encode (and save when a path is set)."""
         texts = self._texts_to_embed(documents)
-        if self.embedding_path is None:
-            return self._encode_corpus(texts)
-        fingerprint = self._fingerprint(documents, texts)
-        if self._may_reuse_file():
-            return load_embeddings(self.embedding_path, fingerprint)
-        matrix = self._encode_corpus(texts)
-        save_embeddings(self.embedding_path, matrix, fingerprint)
-        return matrix
+        return load_or_encode(
+            self.embedding_path,
+            self.overwrite,
+            lambda: self._fingerprint(documents, texts),
+            lambda: self._encode_corpus(texts),
+        )
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:

@@ -32,7 +32,11 @@ from haystack_integrations.components.embedders.sentence_transformers import (
 from PIL import Image
 
 from components.checks import check_int
-from components.embedders.embedding_file import build_fingerprint, load_embeddings, save_embeddings
+from components.embedders.embedding_file import (
+    build_fingerprint,
+    load_or_encode,
+    reusable,
+)
 
 DEFAULT_CLIP_MODEL = "sentence-transformers/clip-ViT-B-32"
 MAX_BATCH_SIZE = 65536
@@ -141,7 +145,7 @@ class SentenceTransformersImageEmbedder(HaystackSentenceTransformersDocumentImag
 
     def _may_reuse_file(self) -> bool:
         """True when `run` will try to read `embedding_path` instead of encoding."""
-        return self.embedding_path is not None and not self.overwrite and Path(self.embedding_path).exists()
+        return reusable(self.embedding_path, self.overwrite)
 
     def _where(self, doc: Document) -> str:
         """How an error names a document: its id, image path and corpus line when known."""
@@ -203,14 +207,12 @@ class SentenceTransformersImageEmbedder(HaystackSentenceTransformersDocumentImag
 
     def _embeddings_for(self, documents: list[Document]) -> npt.NDArray[np.float32]:
         """Read the matrix from `embedding_path` when it matches, else encode (and save when a path is set)."""
-        if self.embedding_path is None:
-            return self._encode_images(documents)
-        fingerprint = self._fingerprint(documents)
-        if self._may_reuse_file():
-            return load_embeddings(self.embedding_path, fingerprint)
-        matrix = self._encode_images(documents)
-        save_embeddings(self.embedding_path, matrix, fingerprint)
-        return matrix
+        return load_or_encode(
+            self.embedding_path,
+            self.overwrite,
+            lambda: self._fingerprint(documents),
+            lambda: self._encode_images(documents),
+        )
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
