@@ -7,6 +7,7 @@ anywhere. Every pipeline answers a probe query before the server starts, because
 broken index part must stop the start-up, not the first user's query.
 """
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from hayhooks.server.pipelines.registry import (
     PipelineRegistration,
 )
 from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper
+from haystack import Pipeline
 
 import components  # noqa: F401  (allowlists our component modules for Pipeline.loads)
 from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
@@ -73,6 +75,22 @@ class ServedPipelines:
     plans: dict[str, SearchPlan]
     index_dir: Path
     manifest: IndexManifest
+    stores: dict[str, Any]  # one document store per configuration, shared by every pipeline (share_stores)
+
+
+def share_stores(pipeline: Pipeline, stores: dict[str, Any]) -> None:
+    """
+    Point each retriever of PIPELINE at the one store object of its store's configuration, so that the index
+    is opened once for all served pipelines (stores load lazily, so the later copies never open anything).
+
+    The stores serialise their settings only, so equal ``to_dict`` output means the same index part; their own
+    locks serialise the requests that share them.
+    """
+    for _, component in pipeline.walk():
+        store = getattr(component, "document_store", None)
+        if store is not None:
+            key = json.dumps(store.to_dict(), sort_keys=True, default=str)
+            component.document_store = stores.setdefault(key, store)  # type: ignore[attr-defined]
 
 
 def with_instruction(query: str | list[str], instruction: str) -> str | list[str]:
@@ -100,13 +118,16 @@ def one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def deploy(index_dir: Path, manifest: IndexManifest, name: str) -> tuple[PipelineRegistration, SearchPlan]:
+def deploy(
+    index_dir: Path, manifest: IndexManifest, name: str, stores: dict[str, Any]
+) -> tuple[PipelineRegistration, SearchPlan]:
     """Build, warm up and probe the pipeline ``<name>_search``; any failure is a NeedleError naming it."""
     pipeline_name = f"{name}_search"
     try:
         data = fill_search_pipeline(index_dir, manifest, manifest.template(name))
         wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(data, sort_keys=False), description=pipeline_name)
         wrapper.setup()
+        share_stores(wrapper.pipeline, stores)
         wrapper.pipeline.warm_up()
         plan = SearchPlan.of(data)
         wrapper.pipeline.run(plan.feed(PROBE_QUERY, None), include_outputs_from=wrapper.include_outputs_from)
@@ -123,7 +144,8 @@ def deploy_all(index_dir: Path) -> ServedPipelines:
     modes = servable_modes(manifest)
     if not modes:
         raise NeedleError(f"index {index_dir} has no searchable part (modes: {manifest.modes or 'none'})")
-    deployed = [deploy(index_dir, manifest, mode) for mode in modes]
+    stores: dict[str, Any] = {}
+    deployed = [deploy(index_dir, manifest, mode, stores) for mode in modes]
     registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
     plans = {registration.name: plan for registration, plan in deployed}
-    return ServedPipelines(registry, plans, Path(index_dir), manifest)
+    return ServedPipelines(registry, plans, Path(index_dir), manifest, stores)

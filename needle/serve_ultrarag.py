@@ -25,7 +25,7 @@ from components.checks import MAX_QUERY_CHARS, MAX_TOP_K, check_unicode
 from needle import pipeline_files as pf
 from needle.index_dir import NeedleError, fill_search_pipeline
 from needle.search import BATCH_MODES, best_mode
-from needle.serve_pipelines import PROBE_QUERY, SearchPlan, ServedPipelines, one_line, root_cause
+from needle.serve_pipelines import PROBE_QUERY, SearchPlan, ServedPipelines, one_line, root_cause, share_stores
 from needle.serve_run import check_request_query, run_search
 
 GENERATION_SUFFIX = re.compile(r"_gen\d{6}$")  # a server collection's generation: NAME_genNNNNNN behind alias NAME
@@ -89,6 +89,7 @@ def deploy_ultrarag(served: ServedPipelines) -> UltraRAGSearch:
     try:
         data = fill_search_pipeline(served.index_dir, manifest, manifest.template(mode, batch=True))
         pipeline = pf.build(data)
+        share_stores(pipeline, served.stores)
         pipeline.warm_up()
         plan = SearchPlan.of(data, "queries")
         pipeline.run(plan.feed([PROBE_QUERY], None), include_outputs_from={plan.answering})

@@ -140,3 +140,16 @@ def test_a_loopback_server_refuses_other_host_names(cors_server: Server) -> None
     assert rebound.status == 400
     assert b"documents" not in rebound.body
     assert local.status == 200
+
+
+def test_the_index_is_opened_once_for_all_served_pipelines(index: Path) -> None:
+    from needle.serve_pipelines import deploy_all
+    from needle.serve_ultrarag import deploy_ultrarag
+
+    served = deploy_all(index)
+    ultrarag = deploy_ultrarag(served)
+    wrappers = [served.registry.get(name) for name in served.plans]
+    pipelines = [wrapper.pipeline for wrapper in wrappers if wrapper is not None] + [ultrarag.pipeline]
+    stores = [c.document_store for p in pipelines for _, c in p.walk() if hasattr(c, "document_store")]
+    assert len(stores) >= 7  # dense 1, bm25 1, hybrid 2, rrf 2, /search's hybrid batch 2
+    assert len({id(store) for store in stores}) == 2  # one FAISS store and one BM25 store, shared by all
