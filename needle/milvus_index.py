@@ -25,6 +25,7 @@ from haystack import Pipeline
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils import Secret
 
+from components.stores.milvus.settings import is_lite
 from needle import pipeline_files as pf
 from needle.backends import Recorded, set_document_embedder
 from needle.index_dir import carry_embeddings, embeddings_refused
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from components.stores.milvus.document_store import MilvusDocumentStore
 
 LITE_DB = "milvus.db"
-SERVER_SCHEMES = ("http://", "https://", "tcp://")
 DEFAULT_COLLECTION = "needle"
 # needle's --lang -> the store's BM25 analyzer preset (Milvus has no per-character analyzer).
 ANALYZERS = {"en": "english", "zh": "chinese"}
@@ -46,7 +46,7 @@ class MilvusServerError(DocumentStoreError):
 
 def is_server(uri: str) -> bool:
     """Whether ``uri`` names a Milvus server (rather than a Milvus Lite database path)."""
-    return uri.startswith(SERVER_SCHEMES)
+    return not is_lite(uri)
 
 
 def quiet_lite_logging() -> None:

@@ -9,6 +9,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from components.checks import check_int
+
 METRICS = ("IP", "COSINE", "L2")
 LITE_SUFFIX = ".db"
 REMOTE_SCHEMES = ("http://", "https://", "tcp://", "unix:")
@@ -104,9 +106,9 @@ class MilvusSettings:
         fields = [self.id_field_name, self.vector_field_name, self.text_field_name, self.sparse_field_name]
         if len(set(fields)) != len(fields):
             raise ValueError(f"id, vector, text and sparse field names must differ, got {fields}")
-        _check_int("id_max_length", self.id_max_length, 1, MAX_VARCHAR)
-        _check_int("text_max_length", self.text_max_length, 1, MAX_VARCHAR)
-        _check_int("index_chunk_size", self.index_chunk_size, 1, 100_000)
+        check_int("id_max_length", self.id_max_length, 1, MAX_VARCHAR)
+        check_int("text_max_length", self.text_max_length, 1, MAX_VARCHAR)
+        check_int("index_chunk_size", self.index_chunk_size, 1, 100_000)
         if self.metric_type not in METRICS:
             raise ValueError(f"metric_type must be one of {', '.join(METRICS)}, got {self.metric_type!r}")
         if self.consistency_level not in CONSISTENCY_LEVELS:
@@ -166,8 +168,3 @@ def _check_name(setting: str, value: Any) -> None:
             f"{setting} must start with a letter or '_' and hold only letters, digits and '_' "
             f"(at most 255), got {value!r}"
         )
-
-
-def _check_int(setting: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{setting} must be an integer in [{low}, {high}], got {value!r}")
