@@ -14,6 +14,8 @@ Layout of one generation (see ``needle.index_generations`` for the directory aro
 ``fill_search_pipeline`` gives the same pipelines with absolute paths for wherever DIR is now.
 """
 
+import hashlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
@@ -38,6 +40,19 @@ STORES = ("faiss", "milvus")  # faiss: FAISS (+ bm25s with --bm25); milvus: one 
 # The search pipeline of each mode over a Milvus collection: hybrid is the same MixRetrieveRanker fusion as over
 # FAISS + bm25s, rrf is Milvus's own hybrid search (its RRF ranker).
 MILVUS_TEMPLATES = {"dense": "milvus_dense", "bm25": "milvus_bm25", "hybrid": "milvus_mix", "rrf": "milvus_hybrid"}
+
+
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB blocks (a corpus of any size in constant memory); a manifest
+    records it so a later run can tell the same corpus content from an edited file of the same name and size."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class EmbeddingsNotReusable(NeedleError):
@@ -67,6 +82,7 @@ class IndexManifest:
     collection: str | None = None  # milvus: the collection of this generation
     multimodal: bool = False  # images embedded by a CLIP-style model (needle.multimodal_index); recorded when true
     embedder: dict[str, Any] | None = None  # the backend (needle.backends); None: sentence-transformers `model`
+    corpus_sha256: str | None = None  # sha256 of the corpus file's bytes (file_sha256); None in older manifests
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
 
@@ -76,6 +92,7 @@ class IndexManifest:
         unused = {"generation"} | ({"uri", "collection"} if self.store == "faiss" else set())
         unused |= set() if self.multimodal else {"multimodal"}
         unused |= {"embedder"} if self.embedder is None else set()
+        unused |= {"corpus_sha256"} if self.corpus_sha256 is None else set()
         return {k: v for k, v in asdict(self).items() if k not in unused}
 
     @classmethod
@@ -107,6 +124,10 @@ class IndexManifest:
             raise NeedleError(
                 f"{where}: a dense part needs a model name and a dimension, got {self.model!r}, {self.dim!r}"
             )
+        if self.corpus_sha256 is not None and not (
+            isinstance(self.corpus_sha256, str) and SHA256.fullmatch(self.corpus_sha256)
+        ):
+            raise NeedleError(f"{where}: corpus_sha256 must be 64 lowercase hex digits, got {self.corpus_sha256!r}")
         if self.store not in STORES:
             raise NeedleError(f"{where}: store must be one of {', '.join(STORES)}, got {self.store!r}")
         if self.store == "milvus":

@@ -28,6 +28,7 @@ from needle.index_dir import (
     NeedleError,
     build_bm25,
     build_dense,
+    file_sha256,
     save_search_pipelines,
 )
 from needle.index_generations import LAYOUT, check_target, previous_embeddings, remove_legacy, take_lock
@@ -148,6 +149,7 @@ class Build:
 
         A seed the embedder refuses (another model, another corpus) is dropped and the corpus encoded afresh.
         """
+        digest = file_sha256(self.corpus)  # before reading it: a corpus edited meanwhile never matches later
         try:
             try:
                 self.built = self.fill(partial, self.reuse)
@@ -159,6 +161,7 @@ class Build:
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
             raise
+        self.built.corpus_sha256 = digest
         return self.built.recorded()
 
     def fill(self, partial: Path, reuse: Path | None) -> IndexManifest:
