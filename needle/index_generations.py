@@ -28,6 +28,9 @@ LAYOUT = Generations(kind="needle index", digits=6, stamp={"format": FORMAT, "fo
 EMBEDDINGS = "embeddings.npy"
 # What an index built before generations held at its top level (DIR/needle.json + DIR/dense + DIR/bm25).
 LEGACY_MANIFEST = "needle.json"
+# `needle tune`'s fitted fusion parameters (needle.fusion), beside the generations: every rebuild keeps them.
+FUSION_FILE = "fusion.json"
+TOP_LEVEL = (POINTER, f"{POINTER}.tmp", LOCK_FILE, FUSION_FILE, f"{FUSION_FILE}.tmp")
 LEGACY_NAMES = {LEGACY_MANIFEST, f".{LEGACY_MANIFEST}.tmp", EMBEDDINGS, f"{EMBEDDINGS}.json", "dense", "bm25"}
 _OURS = re.compile(r"gen-\d{6}(\.partial)?|[a-z0-9_]+_search\.ya?ml|\.embeddings\.npy\..*\.tmp")
 
@@ -96,9 +99,7 @@ def check_target(out: Path) -> None:
     if not out.is_dir():
         raise NeedleError(f"--out {out} is a file, not a directory: give a new or empty directory, or an index")
     names = sorted(entry.name for entry in out.iterdir())
-    strangers = [
-        n for n in names if not (n in (POINTER, f"{POINTER}.tmp", LOCK_FILE) or n in LEGACY_NAMES or _OURS.fullmatch(n))
-    ]
+    strangers = [n for n in names if not (n in TOP_LEVEL or n in LEGACY_NAMES or _OURS.fullmatch(n))]
     if strangers:
         raise NeedleError(
             f"--out {out} is not empty and not a needle index (it holds {', '.join(strangers[:5])}); "
