@@ -28,6 +28,7 @@ from needle.eval import (
     plot,
     run_from_rankings,
 )
+from needle.eval.timing import SearchTimings
 
 REPO = Path(__file__).resolve().parent.parent
 LOG2 = math.log2
@@ -273,6 +274,12 @@ def test_json_round_trip_with_stable_keys(tmp_path: Path) -> None:
         "params",
         "recall_curve",
         "per_query_ndcg10",
+        "index_reused",
+        "model_load_seconds",
+        "warmup_seconds",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "latency_queries",
     ]
 
 
@@ -284,6 +291,8 @@ def test_json_round_trip_with_stable_keys(tmp_path: Path) -> None:
         (lambda obj: obj["metrics"].pop("mrr@10"), "key 'metrics' must be an object with numbers for"),
         (lambda obj: obj.update(recall_curve=[0.5] * 7), "key 'recall_curve' must be a list of 100 numbers"),
         (lambda obj: obj.update(embedding_cache_hit="yes"), "key 'embedding_cache_hit' must be true, false or null"),
+        (lambda obj: obj.update(latency_p99_ms=-1.0), "key 'latency_p99_ms' must be a number >= 0 or null"),
+        (lambda obj: obj.update(index_reused="no"), "key 'index_reused' must be true, false or null"),
     ],
 )
 def test_from_json_names_file_and_key(tmp_path: Path, edit: Callable[[dict], object], fragment: str) -> None:
@@ -424,3 +433,30 @@ def test_runner_works_as_a_script(bench_dir: Path, tmp_path: Path) -> None:
     assert "| good | search |" in done.stdout
     assert "RuntimeError: boom at small" in done.stderr
     assert out.read_text() in done.stdout
+
+
+def test_results_written_before_the_timing_fields_still_load_and_compare(tmp_path: Path) -> None:
+    timed = _result(
+        "dense",
+        _better_run(),
+        index_reused=True,
+        model_load_seconds=1.5,
+        timings=SearchTimings(
+            queries_per_second=90.0, warmup_seconds=0.2, latency_p50_ms=12.3, latency_p99_ms=30.5, latency_queries=5
+        ),
+    )
+    timed.save(tmp_path / "new.json")
+    old = json.loads(_result("bm25", RUN, queries_per_second=700.0, index_build_seconds=2.0).to_json())
+    for key in ("index_reused", "model_load_seconds", "warmup_seconds", "latency_p50_ms", "latency_p99_ms"):
+        del old[key]
+    del old["latency_queries"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    before, after = load_results([tmp_path / "old.json", tmp_path / "new.json"])
+    assert (before.latency_p50_ms, before.index_reused, before.index_build_seconds) == (None, None, 2.0)
+    assert after == timed
+    rows = {line.split("  ")[0]: line.split() for line in format_table([before, after]).splitlines()}
+    assert rows["latency p50 (ms)"][-2:] == ["n/a", "12.3"]
+    assert rows["latency p99 (ms)"][-2:] == ["n/a", "30.5"]
+    assert rows["queries/s"][-2:] == ["700.0", "90.0"]
+    assert rows["index build (s)"][-2:] == ["2.00", "reused"]
+    assert rows["model load (s)"][-2:] == ["n/a", "1.50"]

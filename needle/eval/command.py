@@ -2,8 +2,10 @@
 
 Two ways to choose the retrieval:
 - ``--mode dense|bm25|hybrid|rrf`` builds (or reuses) an index directory of the dataset's corpus with
-  ``needle index`` and searches it with the same pipelines as ``needle search``; the corpus embeddings
-  are cached in that directory and reused while model, prompt and corpus content stay the same.
+  ``needle index`` and searches it with the same pipelines as ``needle search``. The live index is searched
+  as it is while its manifest records the same corpus content, model and parts (``needle.eval.index_reuse``);
+  otherwise a new generation is built, carrying over the corpus embeddings while model, prompt and corpus
+  content stay the same.
   ``--store milvus`` builds a Milvus Lite index instead (its own directory, seeded with the FAISS index's
   embeddings of the same corpus when there are any), so both stores are scored on the same vectors.
 - ``--pipeline FILE.yaml`` runs any YAML pipeline that declares a ``query`` input and a ``documents``
@@ -12,80 +14,28 @@ Two ways to choose the retrieval:
 
 import hashlib
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from haystack import Document
-from tqdm import tqdm
 
 from needle import pipeline_files as pf
 from needle.eval import EvalResult, evaluate_run, load_beir, run_from_rankings
-from needle.index_dir import IndexManifest, NeedleError
+from needle.eval.index_reuse import OpenedIndex, index_for_eval, open_for_eval
+from needle.eval.timing import Retrieve, time_searches
+from needle.index_dir import NeedleError
 from needle.index_generations import embeddings_file
-from needle.indexing import StoreChoice, build_index
-from needle.search import Searcher
+
+__all__ = ["DEPTH", "default_index_dir", "evaluate", "index_for_eval"]  # index_for_eval: for needle.tune
 
 DEPTH = 100  # retrieve this many per query: Recall@100 and MAP@100 need them
-BATCH = 64  # queries per pipeline run in batched modes (progress granularity)
 CACHE_ROOT = Path.home() / ".cache" / "needle" / "eval"
-
-Retrieve = Callable[[list[str]], list[list[Document]]]
 
 
 def default_index_dir(corpus: Path, store: str = "faiss") -> Path:
     """Where eval keeps the index of a corpus: one directory per corpus path and store, under ~/.cache/needle/eval."""
     key = hashlib.sha1(str(corpus.resolve()).encode()).hexdigest()[:10]
     return CACHE_ROOT / f"{corpus.parent.name}-{key}{'' if store == 'faiss' else '-' + store}"
-
-
-def index_for_eval(
-    corpus: Path, index_dir: Path, mode: str, model: str, store: str = "faiss", seed: Path | None = None
-) -> tuple[float, bool | None]:
-    """Build or refresh the index for MODE; returns (build seconds, whether the embedding cache was hit).
-
-    The cache was hit when the new generation's embedding file is the previous one (or ``seed``), carried over
-    unchanged. A Milvus index always has its dense part: its BM25 and hybrid modes run over the one collection.
-    A BM25 run keeps the dense part of an index that has one (its embeddings are carried over, not encoded), so
-    that the next dense or hybrid run still finds them.
-    """
-    before = embedding_stamp(index_dir) or (file_stamp(seed) if seed is not None else None)
-    kept = embedding_stamp(index_dir) is not None and live_model(index_dir) == model
-    start = time.perf_counter()
-    build_index(
-        corpus,
-        index_dir,
-        model=model,
-        overwrite=False,
-        dense=mode != "bm25" or store == "milvus" or kept,
-        bm25=mode != "dense",
-        target=StoreChoice(store),
-        seed=seed,
-    )
-    took = time.perf_counter() - start
-    if mode == "bm25" and store == "faiss":
-        return took, None
-    return took, before is not None and before == embedding_stamp(index_dir)
-
-
-def live_model(index_dir: Path) -> str | None:
-    """The model of the index's live generation, or None when there is no readable index."""
-    try:
-        return IndexManifest.load(index_dir).model
-    except NeedleError:
-        return None
-
-
-def embedding_stamp(index_dir: Path) -> tuple[int, int] | None:
-    """Size and modification time of the live generation's embedding file, or None when it has none."""
-    npy = embeddings_file(index_dir)
-    return None if npy is None else file_stamp(npy)
-
-
-def file_stamp(path: Path) -> tuple[int, int]:
-    """Size and modification time of a file (a hard link carried into a new generation keeps both)."""
-    stat = path.stat()
-    return stat.st_size, stat.st_mtime_ns
 
 
 def pipeline_retriever(path: Path) -> Retrieve:
@@ -97,17 +47,42 @@ def pipeline_retriever(path: Path) -> Retrieve:
     return pf.QueryPipeline(data, str(path)).run_many
 
 
-def run_queries(retrieve: Retrieve, queries: dict[str, str], label: str) -> tuple[dict[str, list[str]], float]:
-    """Run every query in batches with a progress bar; returns (rankings, queries per second)."""
-    ids, texts = list(queries), list(queries.values())
-    rankings: dict[str, list[str]] = {}
+@dataclass
+class Retrieval:
+    """What one evaluation searches with, and what getting it ready cost (``needle.eval.timing``)."""
+
+    retrieve: Retrieve
+    label: str
+    params: dict[str, int | str | None]
+    model_load_seconds: float
+    opened: OpenedIndex | None = None  # --mode: the index searched; None for a --pipeline file
+
+    def close(self) -> None:
+        """Release the index (a Milvus Lite database stays locked otherwise)."""
+        if self.opened is not None:
+            self.opened.searcher.close()
+
+
+def pipeline_retrieval(pipeline: Path, store: str) -> Retrieval:
+    """Load a --pipeline file (the time it takes is its model loading)."""
+    if store != "faiss":
+        raise NeedleError(f"--store {store} applies to --mode; a --pipeline file names its own document stores")
     start = time.perf_counter()
-    with tqdm(total=len(ids), desc=f"searching ({label})", unit="q") as bar:
-        for i in range(0, len(ids), BATCH):
-            for qid, docs in zip(ids[i : i + BATCH], retrieve(texts[i : i + BATCH]), strict=True):
-                rankings[qid] = [d.id for d in docs]
-            bar.update(len(ids[i : i + BATCH]))
-    return rankings, len(ids) / max(time.perf_counter() - start, 1e-9)
+    retrieve = pipeline_retriever(pipeline)
+    took = time.perf_counter() - start
+    return Retrieval(retrieve, pipeline.stem, {"depth": DEPTH, "pipeline": str(pipeline)}, took)
+
+
+def index_retrieval(corpus: Path, mode: str, store: str, model: str, index_dir: Path | None) -> Retrieval:
+    """Reuse or build the index of CORPUS for MODE (``needle.eval.index_reuse``) and open its searcher."""
+    index_dir = index_dir or default_index_dir(corpus, store)
+    seed = embeddings_file(default_index_dir(corpus)) if store != "faiss" else None
+    opened = open_for_eval(corpus, index_dir, mode, model, DEPTH, store, seed)
+    embedded = mode != "bm25" or store != "faiss"
+    params: dict[str, int | str | None] = {"depth": DEPTH, "model": model if embedded else None}
+    params.update(index_dir=str(index_dir), store=store)
+    label = mode if store == "faiss" else f"{store}-{mode}"
+    return Retrieval(opened.searcher.search, label, params, opened.model_load_seconds, opened)
 
 
 def evaluate(
@@ -122,42 +97,36 @@ def evaluate(
     name: str | None = None,
     run_file: Path | None = None,
 ) -> EvalResult:
-    """Evaluate one retrieval setup on a BEIR split and return its scored result."""
+    """Evaluate one retrieval setup on a BEIR split and return its scored result.
+
+    The searches are timed apart from building the index and loading the models (``needle.eval.timing``);
+    the rankings scored are those of the batched throughput pass.
+    """
     dataset = load_beir(dataset_dir, split)
-    build_s: float | None = None
-    cache_hit: bool | None = None
-    params: dict[str, int | str | None] = {"depth": DEPTH}
-    searcher: Searcher | None = None
     if pipeline is not None:
-        if store != "faiss":
-            raise NeedleError(f"--store {store} applies to --mode; a --pipeline file names its own document stores")
-        retrieve, label, params["pipeline"] = pipeline_retriever(pipeline), pipeline.stem, str(pipeline)
+        retrieval = pipeline_retrieval(pipeline, store)
     else:
-        index_dir = index_dir or default_index_dir(dataset.corpus_path, store)
-        seed = embeddings_file(default_index_dir(dataset.corpus_path)) if store != "faiss" else None
-        build_s, cache_hit = index_for_eval(dataset.corpus_path, index_dir, mode, model, store, seed)
-        searcher = Searcher(index_dir, mode=mode, top_k=DEPTH)
-        retrieve, label = searcher.search, mode if store == "faiss" else f"{store}-{mode}"
-        embedded = mode != "bm25" or store != "faiss"
-        params.update(model=model if embedded else None, index_dir=str(index_dir), store=store)
+        retrieval = index_retrieval(dataset.corpus_path, mode, store, model, index_dir)
     try:
-        rankings, qps = run_queries(retrieve, dataset.queries, label)
+        rankings, timings = time_searches(retrieval.retrieve, dataset.queries, retrieval.label)
     finally:
-        if searcher is not None:
-            searcher.close()
+        retrieval.close()
     if run_file is not None:
-        write_trec_run(rankings, run_file, label)
-    scores = evaluate_run(run_from_rankings(rankings), dataset.qrels)
+        write_trec_run(rankings, run_file, retrieval.label)
+    opened = retrieval.opened
     return EvalResult.from_scores(
-        scores,
-        name=name or label,
+        evaluate_run(run_from_rankings(rankings), dataset.qrels),
+        name=name or retrieval.label,
         dataset=dataset.name,
         split=split,
-        mode=label if pipeline else mode,
-        queries_per_second=qps,
-        index_build_seconds=build_s,
-        embedding_cache_hit=cache_hit,
-        params=params,
+        mode=retrieval.label if pipeline else mode,
+        queries_per_second=timings.queries_per_second,
+        index_build_seconds=None if opened is None else opened.build_seconds,
+        embedding_cache_hit=None if opened is None else opened.embedding_cache_hit,
+        params=retrieval.params,
+        index_reused=None if opened is None else opened.reused,
+        model_load_seconds=retrieval.model_load_seconds,
+        timings=timings,
     )
 
 

@@ -11,13 +11,23 @@ JSON schema (``needle eval --json FILE``), one object, keys always present and i
       "n_queries": int,                    # judged queries scored (missing results count as 0)
       "metrics": {"ndcg@10": float, "recall@10": float, "recall@100": float,
                   "mrr@10": float, "map@100": float},
-      "queries_per_second": float | null,  # end-to-end query throughput
-      "index_build_seconds": float | null, # time to build the index, null when reused
+      "queries_per_second": float | null,  # batch throughput over all queries (batches of 64), searches only
+      "index_build_seconds": float | null, # time to build the index, null when reused (or a --pipeline file)
       "embedding_cache_hit": bool | null,  # true when document embeddings came from a cache
       "params": {str: any JSON},           # free-form configuration (model, top_k, k1, b, ...)
       "recall_curve": [float] * 100,       # mean recall@k for k = 1..100
-      "per_query_ndcg10": {query id: float}
+      "per_query_ndcg10": {query id: float},
+      # added later; files written before them load with null (see needle.eval.timing):
+      "index_reused": bool | null,         # true: the live index fit the corpus content and was searched as is
+      "model_load_seconds": float | null,  # opening the search pipeline: stores, models, warm-up
+      "warmup_seconds": float | null,      # the first query, answered once before any timing
+      "latency_p50_ms": float | null,      # median time of one query sent alone
+      "latency_p99_ms": float | null,      # 99th percentile of the same
+      "latency_queries": int | null        # how many queries were timed alone (all, or 200 evenly spaced)
     }
+
+``queries_per_second`` counts the searches only: index building, model loading and the warm-up query are
+timed apart (the fields above), so the figure is what a warm, loaded pipeline answers.
 """
 
 from __future__ import annotations
@@ -26,9 +36,12 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from needle.eval.metrics import HEADLINE_METRICS, RECALL_CURVE_DEPTH, RunScores
+
+if TYPE_CHECKING:
+    from needle.eval.timing import SearchTimings
 
 SCHEMA = "needle.eval/1"
 METRIC_LABELS = {
@@ -60,6 +73,12 @@ class EvalResult:
     params: dict[str, Any] = field(default_factory=dict)
     recall_curve: list[float] = field(default_factory=list)
     per_query_ndcg10: dict[str, float] = field(default_factory=dict)
+    index_reused: bool | None = None
+    model_load_seconds: float | None = None
+    warmup_seconds: float | None = None
+    latency_p50_ms: float | None = None
+    latency_p99_ms: float | None = None
+    latency_queries: int | None = None
 
     @classmethod
     def from_scores(
@@ -74,8 +93,15 @@ class EvalResult:
         index_build_seconds: float | None = None,
         embedding_cache_hit: bool | None = None,
         params: dict[str, Any] | None = None,
+        index_reused: bool | None = None,
+        model_load_seconds: float | None = None,
+        timings: SearchTimings | None = None,
     ) -> EvalResult:
-        """Wrap :func:`evaluate_run`'s scores with the run's labels and what the caller measured."""
+        """Wrap :func:`evaluate_run`'s scores with the run's labels and what the caller measured.
+
+        ``timings`` (``needle.eval.timing``) fills the warm-up and latency fields; its ``queries_per_second``
+        is used when the ``queries_per_second`` argument is None.
+        """
         return cls(
             name=name,
             dataset=dataset,
@@ -83,12 +109,18 @@ class EvalResult:
             mode=mode,
             n_queries=scores.n_queries,
             metrics=dict(scores.metrics),
-            queries_per_second=queries_per_second,
+            queries_per_second=queries_per_second if timings is None else timings.queries_per_second,
             index_build_seconds=index_build_seconds,
             embedding_cache_hit=embedding_cache_hit,
             params=dict(params or {}),
             recall_curve=list(scores.recall_curve),
             per_query_ndcg10=dict(scores.per_query_ndcg10),
+            index_reused=index_reused,
+            model_load_seconds=model_load_seconds,
+            warmup_seconds=None if timings is None else timings.warmup_seconds,
+            latency_p50_ms=None if timings is None else timings.latency_p50_ms,
+            latency_p99_ms=None if timings is None else timings.latency_p99_ms,
+            latency_queries=None if timings is None else timings.latency_queries,
         )
 
     def to_json(self) -> str:
@@ -128,6 +160,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_duration(value: Any) -> bool:
+    """A number of seconds or milliseconds, or null (not measured)."""
+    return value is None or (_is_number(value) and value >= 0)
+
+
 _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "name": ("a string", lambda v: isinstance(v, str)),
     "dataset": ("a string", lambda v: isinstance(v, str)),
@@ -150,11 +187,26 @@ _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
         "an object of query id -> number",
         lambda v: isinstance(v, dict) and all(map(_is_number, v.values())),
     ),
+    "index_reused": ("true, false or null", lambda v: v is None or isinstance(v, bool)),
+    "model_load_seconds": ("a number >= 0 or null", _is_duration),
+    "warmup_seconds": ("a number >= 0 or null", _is_duration),
+    "latency_p50_ms": ("a number >= 0 or null", _is_duration),
+    "latency_p99_ms": ("a number >= 0 or null", _is_duration),
+    "latency_queries": (
+        "an integer >= 0 or null",
+        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    ),
 }
+# Keys added after the first files were written: a file without them reads as null (not measured).
+OPTIONAL_KEYS = frozenset(
+    {"index_reused", "model_load_seconds", "warmup_seconds", "latency_p50_ms", "latency_p99_ms", "latency_queries"}
+)
 
 
 def _checked(obj: dict[str, Any], key: str, source: str) -> Any:
     """Return ``obj[key]`` if present and of the documented type, else raise naming file and key."""
+    if key not in obj and key in OPTIONAL_KEYS:
+        return None
     if key not in obj:
         raise ResultFileError(f"{source}: missing key {key!r} (schema {SCHEMA})")
     expected, is_valid = _CHECKS[key]
@@ -213,9 +265,17 @@ def _table(results: list[EvalResult]) -> tuple[list[str], list[list[str]]]:
     for metric, label in METRIC_LABELS.items():
         values = [r.metrics[metric] for r in results]
         rows.append([label] + [f"{v:.4f}" for v in values] + ([f"{values[1] - values[0]:+.4f}"] if delta else []))
-    rows.append(["queries/s"] + [_number(r.queries_per_second, 1) for r in results] + ([""] if delta else []))
-    rows.append(["index build (s)"] + [_number(r.index_build_seconds, 2) for r in results] + ([""] if delta else []))
-    rows.append(["embedding cache"] + [_cache(r.embedding_cache_hit) for r in results] + ([""] if delta else []))
+    timing = {
+        "queries/s": [_number(r.queries_per_second, 1) for r in results],
+        "latency p50 (ms)": [_number(r.latency_p50_ms, 1) for r in results],
+        "latency p99 (ms)": [_number(r.latency_p99_ms, 1) for r in results],
+        "latency queries": ["n/a" if r.latency_queries is None else str(r.latency_queries) for r in results],
+        "index build (s)": ["reused" if r.index_reused else _number(r.index_build_seconds, 2) for r in results],
+        "model load (s)": [_number(r.model_load_seconds, 2) for r in results],
+        "warm-up (s)": [_number(r.warmup_seconds, 2) for r in results],
+        "embedding cache": [_cache(r.embedding_cache_hit) for r in results],
+    }
+    rows += [[label, *cells] + ([""] if delta else []) for label, cells in timing.items()]
     if len(results) > 1:
         rows.append(
             [f"nDCG@10 win/tie/loss vs {results[0].name}", "-"]

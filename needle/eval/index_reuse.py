@@ -1,0 +1,149 @@
+"""Open the index ``needle eval`` searches: the live generation as it is when it fits, else a fresh build.
+
+``needle eval --mode`` builds (or reuses) an index directory of the dataset's corpus with ``needle index``
+and searches it with the same pipelines as ``needle search``.
+
+An index fits when its manifest records the same corpus content (``corpus_sha256``, the sha256 of the corpus
+file's bytes, so an edited file of the same name and size does not fit), the same store, the parts the mode
+searches, and, when the mode embeds queries, the same model (with the sentence-transformers backend and the
+BM25 language ``needle eval`` builds with). Manifests written before the hash was recorded never fit.
+
+A fitting index is still opened before it is trusted: the searcher loads every part and checks its document
+count, and the index it opened is checked again (another process may have switched the index meanwhile).
+When it cannot be opened it is rebuilt, exactly as an index that does not fit.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from haystack.document_stores.errors import DocumentStoreError
+
+from needle.index_dir import IndexManifest, NeedleError, file_sha256
+from needle.index_generations import embeddings_file
+from needle.indexing import StoreChoice, build_index
+from needle.search import Searcher
+
+logger = logging.getLogger(__name__)
+EVAL_LANG = "en"  # the BM25 language needle eval builds with (build_index's default)
+
+
+@dataclass
+class OpenedIndex:
+    """The searcher of one evaluation and how its index came to be."""
+
+    searcher: Searcher
+    reused: bool  # the live generation was searched as it was: nothing built
+    build_seconds: float | None  # None when reused
+    embedding_cache_hit: bool | None  # reused: True when the mode embeds (nothing encoded), else None
+    model_load_seconds: float  # opening the search pipeline: stores, models, warm_up, dimension probe
+
+
+def parts_needed(mode: str, store: str) -> set[str]:
+    """The index parts MODE searches (a Milvus index always has its dense part)."""
+    parts = {"dense", "bm25"} if mode in ("hybrid", "rrf") else {mode}
+    return parts | ({"dense"} if store == "milvus" else set())
+
+
+def fits(manifest: IndexManifest, digest: str, mode: str, model: str, store: str) -> bool:
+    """Whether MANIFEST's generation answers MODE over the corpus whose sha256 is DIGEST, as a fresh build would."""
+    parts = parts_needed(mode, store)
+    embeds = mode != "bm25"
+    return (
+        manifest.corpus_sha256 == digest
+        and manifest.store == store
+        and not manifest.multimodal
+        and parts <= set(manifest.modes)
+        and (not embeds or (manifest.model == model and manifest.embedder is None))
+        and ("bm25" not in parts or manifest.bm25_lang == EVAL_LANG)
+    )
+
+
+def live_manifest(index_dir: Path) -> IndexManifest | None:
+    """The manifest of the live generation, or None when there is no readable one."""
+    try:
+        return IndexManifest.load(index_dir)
+    except NeedleError:
+        return None
+
+
+def open_searcher(index_dir: Path, mode: str, top_k: int) -> tuple[Searcher, float]:
+    """Open a searcher of the live generation; returns it and the seconds it took."""
+    start = time.perf_counter()
+    searcher = Searcher(index_dir, mode=mode, top_k=top_k)
+    return searcher, time.perf_counter() - start
+
+
+def reuse(index_dir: Path, digest: str, mode: str, model: str, store: str, top_k: int) -> OpenedIndex | None:
+    """A searcher of the live generation when it fits and opens whole, else None (it will be rebuilt)."""
+    manifest = live_manifest(index_dir)
+    if manifest is None or not fits(manifest, digest, mode, model, store):
+        return None
+    try:
+        searcher, took = open_searcher(index_dir, mode, top_k)
+    except (NeedleError, DocumentStoreError, OSError) as error:
+        logger.warning("the index %s cannot be opened (%s); building it again", index_dir, error)
+        return None
+    if not fits(searcher.manifest, digest, mode, model, store):  # switched by another process meanwhile
+        searcher.close()
+        return None
+    hit = True if mode != "bm25" or store != "faiss" else None
+    return OpenedIndex(searcher, True, None, hit, took)
+
+
+def open_for_eval(
+    corpus: Path, index_dir: Path, mode: str, model: str, top_k: int, store: str = "faiss", seed: Path | None = None
+) -> OpenedIndex:
+    """Search the live generation of INDEX_DIR when it fits CORPUS and MODE and opens whole, else build a new
+    one (``index_for_eval``) and search that; the caller closes the returned searcher."""
+    reused = reuse(index_dir, file_sha256(corpus), mode, model, store, top_k)
+    if reused is not None:
+        return reused
+    build_seconds, hit = index_for_eval(corpus, index_dir, mode, model, store, seed)
+    searcher, took = open_searcher(index_dir, mode, top_k)
+    return OpenedIndex(searcher, False, build_seconds, hit, took)
+
+
+def index_for_eval(
+    corpus: Path, index_dir: Path, mode: str, model: str, store: str = "faiss", seed: Path | None = None
+) -> tuple[float, bool | None]:
+    """Build or refresh the index for MODE; returns (build seconds, whether the embedding cache was hit).
+
+    The cache was hit when the new generation's embedding file is the previous one (or ``seed``), carried over
+    unchanged. A Milvus index always has its dense part: its BM25 and hybrid modes run over the one collection.
+    A BM25 run keeps the dense part of an index that has one (its embeddings are carried over, not encoded), and
+    a dense run its BM25 part, so that the next run of another mode still finds them (and reuses the index).
+    """
+    before = embedding_stamp(index_dir) or (file_stamp(seed) if seed is not None else None)
+    manifest = live_manifest(index_dir)
+    kept = embedding_stamp(index_dir) is not None and manifest is not None and manifest.model == model
+    kept_bm25 = manifest is not None and manifest.store == store and "bm25" in manifest.modes
+    start = time.perf_counter()
+    build_index(
+        corpus,
+        index_dir,
+        model=model,
+        overwrite=False,
+        dense=mode != "bm25" or store == "milvus" or kept,
+        bm25=mode != "dense" or kept_bm25,
+        lang=EVAL_LANG,
+        target=StoreChoice(store),
+        seed=seed,
+    )
+    took = time.perf_counter() - start
+    if mode == "bm25" and store == "faiss":
+        return took, None
+    return took, before is not None and before == embedding_stamp(index_dir)
+
+
+def embedding_stamp(index_dir: Path) -> tuple[int, int] | None:
+    """Size and modification time of the live generation's embedding file, or None when it has none."""
+    npy = embeddings_file(index_dir)
+    return None if npy is None else file_stamp(npy)
+
+
+def file_stamp(path: Path) -> tuple[int, int]:
+    """Size and modification time of a file (a hard link carried into a new generation keeps both)."""
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
