@@ -1,7 +1,7 @@
 """`needle`: build, search and evaluate retrieval indexes made of Haystack pipelines.
 
     needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
-                [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]]
+                [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]] [--chunk-size N]
     needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--json]
     needle index --config parameter.yaml [--out DIR]    (UltraRAG's retriever file: needle.ultrarag_config)
     needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
@@ -27,6 +27,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.checks import MAX_TOP_K, check_queries
 from needle.index_dir import DEFAULT_MODEL, STORES, NeedleError
+from needle.index_streaming import DEFAULT_CHUNK_SIZE, check_chunk_size
 from needle.search import MODES
 
 EXIT_USAGE = 2
@@ -55,6 +56,7 @@ def cmd_index(args: argparse.Namespace) -> None:
         lang=args.lang,
         target=StoreChoice(args.store, args.uri, args.collection),
         multimodal=args.multimodal,
+        chunk_size=args.chunk_size,
     )
     took = time.perf_counter() - start
     where = ""
@@ -212,6 +214,14 @@ def parser() -> argparse.ArgumentParser:
         help="milvus: collection name (default needle); on a server each build gets NAME_genNNNNNN and the "
         "alias NAME follows the live one",
     )
+    ix.add_argument(
+        "--chunk-size",
+        type=chunk_size_number,
+        default=DEFAULT_CHUNK_SIZE,
+        metavar="N",
+        help=f"documents read, embedded and written at a time (default {DEFAULT_CHUNK_SIZE:,}): memory stays "
+        "bounded by the chunk, not the corpus; the index is the same for any N",
+    )
     ix.set_defaults(func=cmd_index)
 
     se = sub.add_parser("search", help="search an index directory")
@@ -289,6 +299,14 @@ def top_k_number(text: str) -> int:
     if not 1 <= value <= MAX_TOP_K:
         raise argparse.ArgumentTypeError(f"must be an integer in [1, {MAX_TOP_K}], got {value}")
     return value
+
+
+def chunk_size_number(text: str) -> int:
+    """argparse type: documents per chunk of `needle index`, an integer >= 1."""
+    try:
+        return check_chunk_size(int(text))
+    except (ValueError, NeedleError):
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (documents per chunk), got {text!r}") from None
 
 
 def port_number(text: str) -> int:

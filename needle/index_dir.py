@@ -31,6 +31,7 @@ from components.embedders.embedding_file import EmbeddingFileError
 from needle import pipeline_files as pf
 from needle.backends import Recorded, set_document_embedder, set_query_embedder, spec_of
 from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live
+from needle.index_streaming import DEFAULT_CHUNK_SIZE, run_chunked
 
 __all__ = ["DEFAULT_MODEL", "IndexManifest", "NeedleError", "as_hits", "fill_search_pipeline"]
 
@@ -171,10 +172,17 @@ def carry_embeddings(generation: Path, reuse: Path | None, overwrite: bool) -> P
 
 
 def build_dense(
-    corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None, embedder: Recorded = None
+    corpus: Path,
+    generation: Path,
+    model: str,
+    overwrite: bool,
+    reuse: Path | None,
+    embedder: Recorded = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> tuple[int, int]:
     """
-    Run pipelines/dense_index.yaml into GENERATION; returns (documents written, embedding dimension).
+    Run pipelines/dense_index.yaml into GENERATION, once per CHUNK_SIZE documents (``needle.index_streaming``),
+    saving the FAISS store once at the end; returns (documents written, embedding dimension).
 
     ``embedder``: the backend as a manifest records it (``needle.backends``); None: sentence-transformers MODEL.
 
@@ -185,8 +193,11 @@ def build_dense(
     data = pf.load_template("dense_index")
     set_document_embedder(data, model, str(npy), overwrite, embedder)
     pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
+    pf.set_init_param(data, "writer.document_store.autosave", False)
+    pipeline = pf.build(data)
     with embeddings_refused():
-        written = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+        written = run_chunked(pipeline, corpus, chunk_size, "Indexing (dense)")
+    pipeline.get_component("writer").document_store.save()  # type: ignore[attr-defined]
     return written, int(np.load(npy, mmap_mode="r").shape[1])
 
 
@@ -203,9 +214,12 @@ def embeddings_refused() -> Iterator[None]:
         raise
 
 
-def build_bm25(corpus: Path, generation: Path, lang: str, documents_from: Path | None) -> int:
+def build_bm25(
+    corpus: Path, generation: Path, lang: str, documents_from: Path | None, chunk_size: int = DEFAULT_CHUNK_SIZE
+) -> int:
     """
-    Run pipelines/bm25_index.yaml into GENERATION/bm25; returns the number of documents written.
+    Run pipelines/bm25_index.yaml into GENERATION/bm25, once per CHUNK_SIZE documents, saving the BM25 store
+    (one bm25s index over every chunk's term ids) once at the end; returns the number of documents written.
 
     ``documents_from``: the dense part of the same generation, where it will be once live; the BM25 part then
     stores no documents of its own and reads them from there.
@@ -215,7 +229,10 @@ def build_bm25(corpus: Path, generation: Path, lang: str, documents_from: Path |
     pf.set_init_param(data, "writer.document_store.lang", lang)
     if documents_from is not None:
         pf.set_init_param(data, "writer.document_store.document_store_path", str(documents_from))
-    written: int = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+    pf.set_init_param(data, "writer.document_store.autosave", False)
+    pipeline = pf.build(data)
+    written = run_chunked(pipeline, corpus, chunk_size, "Indexing (BM25)")
+    pipeline.get_component("writer").document_store.save()  # type: ignore[attr-defined]
     return written
 
 

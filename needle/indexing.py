@@ -32,6 +32,7 @@ from needle.index_dir import (
     save_search_pipelines,
 )
 from needle.index_generations import LAYOUT, check_target, previous_embeddings, remove_legacy, take_lock
+from needle.index_streaming import DEFAULT_CHUNK_SIZE, check_chunk_size
 
 logger = logging.getLogger(__name__)
 GENERATION = re.compile(r"gen-\d{6}(\.partial)?")  # LAYOUT's generation names, final or partial
@@ -63,6 +64,7 @@ def build_index(
     seed: Path | None = None,
     embedder: Recorded = None,
     multimodal: bool = False,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> IndexManifest:
     """
     Index CORPUS into a new generation of OUT: dense (FAISS or Milvus + embeddings.npy) and/or BM25, manifest,
@@ -72,6 +74,7 @@ def build_index(
     one the embedder refuses is re-encoded rather than an error.
     ``embedder``: the embedding backend as the manifest records it (``needle.backends``; MODEL names its model);
     None: sentence-transformers MODEL.
+    ``chunk_size``: documents read, embedded and written per pipeline run (``needle.index_streaming``).
 
     :raises NeedleError: missing corpus, nothing to build, or an OUT that is a file, read-only, or a stranger's
         non-empty directory (never written into); a Milvus option that does not fit (naming the flag).
@@ -79,6 +82,7 @@ def build_index(
     :raises DirectoryLockedError: another writer is building OUT now (the message names it).
     """
     corpus, out = Path(corpus), Path(out)
+    chunk_size = check_chunk_size(chunk_size)
     if not corpus.is_file():
         raise NeedleError(f"corpus not found: {corpus}")
     if not dense and not bm25:
@@ -98,8 +102,9 @@ def build_index(
         reuse = previous_embeddings(out) if dense else None
         seeded = reuse is None and seed is not None
         build = Build(
-            corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal
-        )
+            corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal,
+            chunk_size,
+        )  # fmt: skip
         before = server_collections(out, target)
         try:
             LAYOUT.write(out, build.write)
@@ -135,6 +140,7 @@ class Build:
     seeded: bool  # reuse is a seed from elsewhere: re-encode when the embedder refuses it
     embedder: Recorded = None  # the embedding backend (needle.backends); None: sentence-transformers `model`
     multimodal: bool = False  # an image corpus (needle.multimodal_index)
+    chunk_size: int = DEFAULT_CHUNK_SIZE  # documents per pipeline run (needle.index_streaming)
     built: IndexManifest | None = None
 
     @property
@@ -174,7 +180,7 @@ class Build:
             return fill_image_generation(partial, self.corpus, self.model, self.overwrite, reuse)
         return fill_generation(
             partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse,
-            self.embedder,
+            self.embedder, self.chunk_size,
         )  # fmt: skip
 
     def fill_milvus(self, partial: Path, reuse: Path | None) -> IndexManifest:
@@ -192,7 +198,7 @@ class Build:
         try:
             count, dim = build_milvus(
                 self.corpus, partial, place, model=self.model, overwrite=self.overwrite, bm25=self.bm25,
-                lang=self.lang, reuse=reuse, embedder=self.embedder,
+                lang=self.lang, reuse=reuse, embedder=self.embedder, chunk_size=self.chunk_size,
             )  # fmt: skip
             modes = ["dense", "bm25"] if self.bm25 else ["dense"]
             manifest = IndexManifest(
@@ -280,19 +286,20 @@ def fill_generation(
     lang: str,
     reuse: Path | None,
     embedder: Recorded = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> IndexManifest:
     """Build every part of one generation into PARTIAL and write its search pipelines; returns its manifest."""
     final = partial.name.removesuffix(".partial")
     modes: list[str] = []
     dim = None
     if dense:
-        count, dim = build_dense(corpus, partial, model, overwrite, reuse, embedder)
+        count, dim = build_dense(corpus, partial, model, overwrite, reuse, embedder, chunk_size)
         modes.append("dense")
     if bm25:
         # BM25 reads its documents from the dense part, named by the path it will have once live; the BM25
         # store records that path relative to its own directory, so the generation stays relocatable.
         documents_from = out.resolve() / final / "dense" if dense else None
-        count = build_bm25(corpus, partial, lang, documents_from)
+        count = build_bm25(corpus, partial, lang, documents_from, chunk_size)
         modes.append("bm25")
     manifest = IndexManifest(
         corpus=corpus.name,

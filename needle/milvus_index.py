@@ -30,6 +30,7 @@ from needle import pipeline_files as pf
 from needle.backends import Recorded, set_document_embedder
 from needle.index_dir import carry_embeddings, embeddings_refused
 from needle.index_generations import NeedleError
+from needle.index_streaming import DEFAULT_CHUNK_SIZE, run_chunked
 
 if TYPE_CHECKING:
     from components.stores.milvus.document_store import MilvusDocumentStore
@@ -128,9 +129,11 @@ def build_milvus(
     lang: str,
     reuse: Path | None,
     embedder: Recorded = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> tuple[int, int]:
     """
-    Run pipelines/milvus_index.yaml into GENERATION's collection; returns (documents written, dimension).
+    Run pipelines/milvus_index.yaml into GENERATION's collection, once per CHUNK_SIZE documents
+    (``needle.index_streaming``); returns (documents written, dimension).
 
     The embeddings go to GENERATION/embeddings.npy and are carried over from ``reuse`` as for FAISS. The store is
     flushed after the bulk load, then closed (and a Lite database released, so the generation can be renamed).
@@ -145,7 +148,7 @@ def build_milvus(
     store = cast("MilvusDocumentStore", pipeline.get_component("writer").document_store)  # type: ignore[attr-defined]
     try:
         with embeddings_refused():
-            written: int = pipeline.run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+            written = run_chunked(pipeline, corpus, chunk_size, "Indexing (Milvus)")
         store.flush()
         if store.dim is None:
             raise NeedleError(f"corpus {corpus} holds no documents: nothing to index")

@@ -9,7 +9,7 @@ from haystack import Document, Pipeline
 
 from components.converters import JSONLCorpusReader
 from components.embedders import EmbeddingFileError, SentenceTransformersDocumentEmbedder, save_embeddings
-from components.embedders.embedding_file import _atomic_write, build_fingerprint, sidecar_path
+from components.embedders.embedding_file import atomic_write, build_fingerprint, sidecar_path
 
 DOCS = [Document(id=f"d{i}", content=f"passage {i} about vitamin {chr(65 + i)}") for i in range(6)]
 
@@ -157,7 +157,7 @@ def test_interrupted_write_leaves_the_target_untouched_and_no_temp_file(tmp_path
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        _atomic_write(target, write_half_then_fail)
+        atomic_write(target, write_half_then_fail)
     assert target.read_bytes() == b"previous"
     assert [p.name for p in tmp_path.iterdir()] == ["emb.npy"]
 

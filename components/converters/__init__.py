@@ -12,7 +12,7 @@ from lazy_imports import LazyImporter
 _import_structure = {
     "jsonl_corpus_reader": ["CorpusFormatError", "JSONLCorpusReader", "iter_corpus"],
     "jsonl_image_corpus_reader": ["JSONLImageCorpusReader", "iter_image_corpus"],
-    "jsonl_lines": ["iter_json_objects"],
+    "jsonl_lines": ["count_objects", "iter_json_objects"],
 }
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .jsonl_corpus_reader import iter_corpus as iter_corpus
     from .jsonl_image_corpus_reader import JSONLImageCorpusReader as JSONLImageCorpusReader
     from .jsonl_image_corpus_reader import iter_image_corpus as iter_image_corpus
+    from .jsonl_lines import count_objects as count_objects
     from .jsonl_lines import iter_json_objects as iter_json_objects
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

@@ -21,6 +21,7 @@ Decisions, so nothing is skipped silently:
 """
 
 import asyncio
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -168,6 +169,7 @@ class JSONLCorpusReader:
         self.content_field = content_field
         self.id_field = id_field
         self.title_in_content = title_in_content
+        self._cursor: _Cursor | None = None  # the read a run with the next `skip` continues (see `run`)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component to a dictionary."""
@@ -185,26 +187,69 @@ class JSONLCorpusReader:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
-    def run(self, path: str | None = None) -> dict[str, list[Document]]:
+    def run(self, path: str | None = None, skip: int = 0, limit: int | None = None) -> dict[str, list[Document]]:
         """Read the corpus at `path` (or the init default) into Documents, in file order.
 
-        :raises ValueError: No path given here or at init.
+        `skip` and `limit` select documents `skip` to `skip + limit` (all the rest when `limit` is None), so an
+        indexing pipeline can run once per chunk of a corpus in bounded memory. A run that starts where the
+        previous one of the same path stopped reads on from it instead of parsing the skipped lines again;
+        ids are checked for duplicates against every line read so far either way.
+
+        :raises ValueError: No path given here or at init; `skip` < 0 or `limit` < 1 (or not integers).
         :raises CorpusFormatError: A bad line; the message names the file, line and problem.
         """
         source = path if path is not None else self.path
         if source is None:
             raise ValueError("JSONLCorpusReader needs a path: pass it to run() or to __init__")
-        documents = list(
-            iter_corpus(
-                source,
-                content_field=self.content_field,
-                id_field=self.id_field,
-                title_in_content=self.title_in_content,
-            )
-        )
+        if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
+            raise ValueError(f"skip must be an integer >= 0, got {skip!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"limit must be an integer >= 1 or None, got {limit!r}")
+        cursor = self._cursor if self._cursor is not None and self._cursor.continues(source, skip) else None
+        self._cursor = None  # a failing read leaves no cursor behind: the next run starts afresh
+        if cursor is None:
+            cursor = _Cursor(source, iter_corpus(source, **self._options()))
+            cursor.skip(skip)
+        documents = cursor.take(limit)
+        if limit is not None and len(documents) == limit:
+            self._cursor = cursor  # more may follow; a shorter read reached the end and closed the file
         return {"documents": documents}
 
+    def _options(self) -> dict[str, Any]:
+        """The layout options `iter_corpus` takes, as set at init."""
+        return {
+            "content_field": self.content_field,
+            "id_field": self.id_field,
+            "title_in_content": self.title_in_content,
+        }
+
     @component.output_types(documents=list[Document])
-    async def run_async(self, path: str | None = None) -> dict[str, list[Document]]:
+    async def run_async(
+        self, path: str | None = None, skip: int = 0, limit: int | None = None
+    ) -> dict[str, list[Document]]:
         """Same as `run`, reading the file in a worker thread so the event loop stays free."""
-        return await asyncio.to_thread(self.run, path)
+        return await asyncio.to_thread(self.run, path, skip, limit)
+
+
+class _Cursor:
+    """An open read of one corpus file: the documents still to come and how many were read already."""
+
+    def __init__(self, source: str | os.PathLike[str], documents: Iterator[Document]) -> None:
+        self.source = os.fspath(source)
+        self.position = 0
+        self._documents = documents
+
+    def continues(self, source: str | os.PathLike[str], skip: int) -> bool:
+        """Whether a read of SOURCE from document SKIP on is this cursor's next read."""
+        return os.fspath(source) == self.source and skip == self.position
+
+    def skip(self, count: int) -> None:
+        """Read past the next COUNT documents (parsed and checked, not kept)."""
+        for _ in itertools.islice(self._documents, count):
+            self.position += 1
+
+    def take(self, limit: int | None) -> list[Document]:
+        """The next LIMIT documents (all the rest when None); fewer at the end of the file."""
+        documents = list(itertools.islice(self._documents, limit))
+        self.position += len(documents)
+        return documents

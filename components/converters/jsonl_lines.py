@@ -85,6 +85,21 @@ def iter_json_objects(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[
         raise CorpusFormatError(path, None, "empty file: no JSON objects")
 
 
+def count_objects(path: str | os.PathLike[str]) -> int:
+    """
+    How many objects ``iter_json_objects`` yields for a valid file: its non-blank lines, counted without
+    parsing (a pass over the bytes, memory: one line), so a streamed build can size its output and progress.
+
+    :raises CorpusFormatError: a line longer than MAX_LINE_BYTES. :raises FileNotFoundError: a missing file.
+    """
+    path = Path(path)
+    with path.open("rb") as handle:
+        lines = _raw_lines(handle, path)
+        first = next(lines, b"")
+        count = 1 if first.removeprefix(_BOM).strip() else 0
+        return count + sum(1 for line in lines if line.strip())
+
+
 def _raw_lines(handle: BinaryIO, path: Path) -> Iterator[bytes]:
     """The file's lines as bytes, none longer than MAX_LINE_BYTES (a longer one is an error naming it)."""
     line_no = 0

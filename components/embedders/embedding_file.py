@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 FORMAT_VERSION = 1
-_REBUILD_HINT = "pass overwrite=True to rebuild it, or choose another embedding_path"
+REBUILD_HINT = "pass overwrite=True to rebuild it, or choose another embedding_path"
 _DIGEST_KEYS = {
     "ids_sha256": "the document ids (or their order) differ",
     "texts_sha256": "the embedded inputs differ (content, prefix/suffix, embedded meta fields or image bytes)",
@@ -39,13 +39,29 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(path)}.json")
 
 
+class StreamDigest:
+    """SHA-256 over length-prefixed UTF-8 strings, fed piece by piece, so ``["ab", "c"]`` and ``["a", "bc"]``
+    differ, and a corpus digested chunk by chunk gets the digest of the whole list."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+
+    def update(self, values: Sequence[str]) -> None:
+        """Add the next strings, in order."""
+        for value in values:
+            data = value.encode("utf-8", errors="surrogatepass")
+            self._digest.update(len(data).to_bytes(8, "little"))
+            self._digest.update(data)
+
+    def hexdigest(self) -> str:
+        """The digest of every string added so far."""
+        return self._digest.hexdigest()
+
+
 def _digest(values: Sequence[str]) -> str:
-    """SHA-256 over length-prefixed UTF-8 strings, so ``["ab", "c"]`` and ``["a", "bc"]`` differ."""
-    digest = hashlib.sha256()
-    for value in values:
-        data = value.encode("utf-8", errors="surrogatepass")
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
+    """The StreamDigest of VALUES at once."""
+    digest = StreamDigest()
+    digest.update(values)
     return digest.hexdigest()
 
 
@@ -62,7 +78,7 @@ def build_fingerprint(settings: dict[str, Any], ids: Sequence[str], texts: Seque
     }
 
 
-def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
+def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write through a temporary sibling file, fsync it, then rename it over `path` (removed on any failure)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
@@ -74,10 +90,10 @@ def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_directory(path.parent)
+    fsync_directory(path.parent)
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
     """Persist a rename on POSIX; directories cannot be opened for fsync on Windows, which is fine to skip."""
     try:
         fd = os.open(directory, os.O_RDONLY)
@@ -100,26 +116,53 @@ def save_embeddings(path: str | os.PathLike[str], embeddings: npt.ArrayLike, fin
     target.parent.mkdir(parents=True, exist_ok=True)
     sidecar = sidecar_path(target)
     sidecar.unlink(missing_ok=True)
-    _atomic_write(target, lambda handle: np.save(handle, matrix, allow_pickle=False))
-    record = {**fingerprint, "dim": int(matrix.shape[1]), "dtype": "float32"}
+    atomic_write(target, lambda handle: np.save(handle, matrix, allow_pickle=False))
+    write_sidecar(target, fingerprint, int(matrix.shape[1]))
+
+
+def write_sidecar(path: Path, fingerprint: dict[str, Any], dim: int) -> None:
+    """Atomically write the sidecar of the (count, DIM) matrix at PATH: its fingerprint plus dim and dtype."""
+    record = {**fingerprint, "dim": dim, "dtype": "float32"}
     payload = json.dumps(record, indent=2, sort_keys=True).encode("utf-8")
-    _atomic_write(sidecar, lambda handle: handle.write(payload))
+    atomic_write(sidecar_path(path), lambda handle: handle.write(payload))
 
 
-def _read_sidecar(path: Path) -> dict[str, Any]:
+def check_record(path: Path, expected: dict[str, Any]) -> dict[str, Any]:
+    """PATH's sidecar record, when every field of EXPECTED matches it.
+
+    :raises EmbeddingFileError: no or unreadable sidecar, or differences (all are listed).
+    """
+    record = read_sidecar(path)
+    differences = describe_differences(expected, record)
+    if differences:
+        raise EmbeddingFileError(f"{path} was built for something else: {'; '.join(differences)}; {REBUILD_HINT}")
+    return record
+
+
+def check_shape(path: Path, matrix: npt.NDArray[Any], record: dict[str, Any]) -> None:
+    """Refuse a matrix whose dtype or shape disagrees with its sidecar RECORD."""
+    shape = (record.get("count"), record.get("dim"))
+    if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape != shape:
+        raise EmbeddingFileError(
+            f"{path} holds a {matrix.dtype} array of shape {matrix.shape}, but its fingerprint promises "
+            f"float32 of shape {shape}; {REBUILD_HINT}"
+        )
+
+
+def read_sidecar(path: Path) -> dict[str, Any]:
     """Read the fingerprint that goes with `path`, or explain why it cannot be trusted."""
     sidecar = sidecar_path(path)
     if not sidecar.exists():
         raise EmbeddingFileError(
             f"{path} has no fingerprint file {sidecar.name}, so the model and corpus that built it are unknown; "
-            f"{_REBUILD_HINT}"
+            f"{REBUILD_HINT}"
         )
     try:
         record = json.loads(sidecar.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise EmbeddingFileError(f"{sidecar} is not a readable fingerprint ({e}); {_REBUILD_HINT}") from e
+        raise EmbeddingFileError(f"{sidecar} is not a readable fingerprint ({e}); {REBUILD_HINT}") from e
     if not isinstance(record, dict) or record.get("format") != FORMAT_VERSION:
-        raise EmbeddingFileError(f"{sidecar} is not a format-{FORMAT_VERSION} fingerprint; {_REBUILD_HINT}")
+        raise EmbeddingFileError(f"{sidecar} is not a format-{FORMAT_VERSION} fingerprint; {REBUILD_HINT}")
     return record
 
 
@@ -135,13 +178,14 @@ def describe_differences(expected: dict[str, Any], found: dict[str, Any]) -> lis
     return differences
 
 
-def _load_matrix(path: Path) -> npt.NDArray[np.generic]:
-    """Read a .npy file without pickles, turning any failure into an EmbeddingFileError."""
+def load_matrix(path: Path, mmap: bool = False) -> npt.NDArray[np.generic]:
+    """Read (or with MMAP, map) a .npy file without pickles, turning any failure into an EmbeddingFileError."""
     try:
-        matrix: npt.NDArray[np.generic] = np.load(path, allow_pickle=False)  # without pickles: always an array
+        # without pickles: always an array
+        matrix: npt.NDArray[np.generic] = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
         return matrix
     except (OSError, ValueError) as e:
-        raise EmbeddingFileError(f"{path} is not a readable .npy file ({e}); {_REBUILD_HINT}") from e
+        raise EmbeddingFileError(f"{path} is not a readable .npy file ({e}); {REBUILD_HINT}") from e
 
 
 def load_embeddings(path: str | os.PathLike[str], expected: dict[str, Any]) -> npt.NDArray[np.float32]:
@@ -151,17 +195,9 @@ def load_embeddings(path: str | os.PathLike[str], expected: dict[str, Any]) -> n
         matrix whose dtype or shape disagrees with its sidecar.
     """
     target = Path(path)
-    record = _read_sidecar(target)
-    differences = describe_differences(expected, record)
-    if differences:
-        raise EmbeddingFileError(f"{target} was built for something else: {'; '.join(differences)}; {_REBUILD_HINT}")
-    matrix = _load_matrix(target)
-    shape = (record.get("count"), record.get("dim"))
-    if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape != shape:
-        raise EmbeddingFileError(
-            f"{target} holds a {matrix.dtype} array of shape {matrix.shape}, but its fingerprint promises "
-            f"float32 of shape {shape}; {_REBUILD_HINT}"
-        )
+    record = check_record(target, expected)
+    matrix = load_matrix(target)
+    check_shape(target, matrix, record)
     return matrix.astype(np.float32, copy=False)  # already float32 (checked above): no copy, typed as such
 
 

@@ -30,6 +30,7 @@ from components.embedders.embedding_file import (
     load_or_encode,
     reusable,
 )
+from components.embedders.embedding_file_stream import EmbeddingFileStream, check_chunk
 from components.embedders.sentence_transformers_common import (
     DEFAULT_MODEL,
     Backend,
@@ -136,6 +137,7 @@ class SentenceTransformersDocumentEmbedder(
         self.encode_chunk_size = encode_chunk_size
         self.embedding_path = embedding_path
         self.overwrite = overwrite
+        self._stream: EmbeddingFileStream | None = None  # the embedding file of a streamed corpus (see `run`)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component: Haystack's parameters plus ours (the token stays an env-var reference)."""
@@ -169,7 +171,11 @@ class SentenceTransformersDocumentEmbedder(
 
     def _fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
         """What makes an embedding file valid for this run: every option that changes a vector, ids and texts."""
-        settings = {
+        return build_fingerprint(self._settings(), [doc.id for doc in documents], texts)
+
+    def _settings(self) -> dict[str, Any]:
+        """Every option that changes a vector, as the embedding file's fingerprint records it."""
+        return {
             "model": self.model,
             "revision": self.revision,
             "prompt_name": self.prompt_name,
@@ -181,7 +187,6 @@ class SentenceTransformersDocumentEmbedder(
             "normalize_embeddings": self.normalize_embeddings,
             "truncate_dim": self.truncate_dim,
         }
-        return build_fingerprint(settings, [doc.id for doc in documents], texts)
 
     def _encode_corpus(self, texts: list[str]) -> Embeddings:
         """Encode `texts` in chunks of `encode_chunk_size` into one preallocated (N, dim) matrix."""
@@ -210,10 +215,18 @@ class SentenceTransformersDocumentEmbedder(
         )
 
     @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+    def run(
+        self, documents: list[Document], offset: int | None = None, total: int | None = None
+    ) -> dict[str, list[Document]]:
         """Return new Documents carrying their embeddings, in input order; the inputs are not modified.
 
+        `offset` and `total` stream a corpus through the embedder one chunk per run: `documents` are rows
+        `offset`... of a corpus of `total` documents, given in order from offset 0. `embedding_path` is then read
+        (reused) or written chunk by chunk and finished on the last chunk, ending up exactly as one run over the
+        whole corpus leaves it (see `embedding_file_stream`).
+
         :raises TypeError: `documents` is not a list of Documents (the message names the first bad position).
+        :raises ValueError: `offset`/`total` given alone, out of range, or not the next chunk.
         :raises EmbeddingFileError: `embedding_path` exists but was built for another model, options or corpus.
         """
         if not isinstance(documents, list):
@@ -221,7 +234,43 @@ class SentenceTransformersDocumentEmbedder(
         for position, doc in enumerate(documents):
             if not isinstance(doc, Document):
                 raise TypeError(f"documents[{position}] must be a Document, got {type(doc).__name__}")
+        if offset is not None or total is not None:
+            return {"documents": self._embedded(documents, self._chunk_rows(documents, offset, total))}
         if not documents:
             return {"documents": []}
-        rows = self._embeddings_for(documents).tolist()
-        return {"documents": [replace(doc, embedding=row) for doc, row in zip(documents, rows, strict=True)]}
+        return {"documents": self._embedded(documents, self._embeddings_for(documents))}
+
+    @staticmethod
+    def _embedded(documents: list[Document], matrix: Embeddings) -> list[Document]:
+        """New Documents with row i of MATRIX as document i's embedding."""
+        rows = matrix.tolist()
+        return [replace(doc, embedding=row) for doc, row in zip(documents, rows, strict=True)]
+
+    def _chunk_rows(self, documents: list[Document], offset: int | None, total: int | None) -> Embeddings:
+        """The rows of one chunk of a streamed corpus (read from or written to `embedding_path`, if set)."""
+        offset, total = check_chunk(offset, total, len(documents), None if self._stream is None else self._stream.count)
+        texts = self._texts_to_embed(documents)
+        if total == 0:
+            return np.empty((0, 0), dtype=np.float32)
+        if self.embedding_path is None:
+            return self._encode_corpus(texts) if texts else np.empty((0, 0), dtype=np.float32)
+        if offset == 0:
+            self._close_stream()
+            self._stream = EmbeddingFileStream(self.embedding_path, self.overwrite, self._settings(), total)
+        stream = self._stream
+        assert stream is not None  # check_chunk: a chunk after the first has an open stream
+        try:
+            matrix = stream.rows([doc.id for doc in documents], texts, lambda: self._encode_corpus(texts))
+            if stream.count == stream.total:
+                self._stream = None
+                stream.finish()
+        except BaseException:
+            self._close_stream(stream)
+            raise
+        return matrix
+
+    def _close_stream(self, stream: "EmbeddingFileStream | None" = None) -> None:
+        """Give up the open stream (or STREAM), removing its temporary file."""
+        for each in {id(s): s for s in (stream, self._stream) if s is not None}.values():
+            each.close()
+        self._stream = None

@@ -1,0 +1,90 @@
+"""Streamed index builds: an indexing pipeline run once per chunk of the corpus, so memory does not grow with it.
+
+``needle index`` runs each index pipeline (pipelines/dense_index.yaml, bm25_index.yaml, milvus_index.yaml) once
+per ``chunk_size`` documents (with an embedder: rounded up to a multiple of its ``encode_chunk_size``) instead
+of once over the whole corpus: the reader reads documents ``skip`` to ``skip + limit`` (reading on from where
+the previous chunk stopped), the document embedder fills the embedding file chunk by chunk (its
+``offset``/``total`` inputs), and the writer adds each chunk to the store, which is saved once at the end
+(``autosave`` off: a save per chunk would rewrite the whole store each time). What grows with the corpus is
+what the stores hold in memory until they are saved (see the module's benchmark, bench_index_memory.py).
+
+The result is the one-shot build's, byte for byte for the embedding file: same rows, same document order, same
+ids, and a bad line in any chunk fails the build with the reader's ``file, line N`` error. One progress bar
+counts the corpus's documents (its non-blank lines, counted first without parsing).
+"""
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+from haystack import Pipeline
+from tqdm.auto import tqdm
+
+from components.converters.jsonl_lines import count_objects
+from needle.index_generations import NeedleError
+
+DEFAULT_CHUNK_SIZE = 10_000
+
+
+def check_chunk_size(value: object) -> int:
+    """The chunk size when it is an integer >= 1. :raises NeedleError: naming --chunk-size and the value."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise NeedleError(f"--chunk-size must be an integer >= 1 (documents per chunk), got {value!r}")
+    return value
+
+
+def streams(pipeline: Pipeline) -> bool:
+    """Whether PIPELINE's embedder (if any) takes a corpus chunk by chunk (``offset``/``total`` run inputs).
+
+    Embedders without them (the OpenAI-compatible and image ones) get the whole corpus in one run.
+    """
+    names = dict(pipeline.graph.nodes)
+    if "embedder" not in names:
+        return True
+    parameters = inspect.signature(pipeline.get_component("embedder").run).parameters
+    return "offset" in parameters and "total" in parameters
+
+
+def run_chunked(pipeline: Pipeline, corpus: Path, chunk_size: int, desc: str) -> int:
+    """
+    Run an index PIPELINE (input ``reader.path``, output ``writer.documents_written``) over CORPUS in chunks of
+    CHUNK_SIZE documents, under one progress bar; returns the number of documents written. The caller saves the
+    writer's store (built with ``autosave`` off) once this returns.
+
+    :raises NeedleError: the corpus changed while it was read (another number of documents than counted).
+    """
+    total = count_objects(corpus)
+    if not streams(pipeline):
+        written: int = pipeline.run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+        return written
+    embedder = pipeline.get_component("embedder") if "embedder" in dict(pipeline.graph.nodes) else None
+    if embedder is not None:
+        embedder.progress_bar = False  # type: ignore[attr-defined]  # one bar: ours
+        chunk_size = aligned(chunk_size, getattr(embedder, "encode_chunk_size", 1))
+    written = 0
+    with tqdm(total=total, unit="docs", desc=desc) as bar:
+        for start in range(0, max(total, 1), chunk_size):
+            inputs = chunk_inputs(corpus, start, chunk_size, total, embedder is not None)
+            written += pipeline.run(inputs)["writer"]["documents_written"]
+            bar.update(min(chunk_size, total - start))
+    if written != total:
+        raise NeedleError(f"{corpus} changed while it was indexed: {total} documents counted, {written} written")
+    return written
+
+
+def aligned(chunk_size: int, unit: int) -> int:
+    """CHUNK_SIZE rounded up to a multiple of UNIT, the embedder's ``encode_chunk_size``.
+
+    sentence-transformers sorts each ``encode`` call's texts by length before batching them, and a batch padded
+    to another length gives other last bits; chunks that start on the one-shot run's ``encode`` boundaries
+    make the same calls, so the embedding file is identical byte for byte.
+    """
+    return -(-chunk_size // unit) * unit
+
+
+def chunk_inputs(corpus: Path, start: int, size: int, total: int, embedder: bool) -> dict[str, dict[str, Any]]:
+    """The run inputs of the chunk of SIZE documents from document START (the embedder's ``offset``/``total``)."""
+    inputs: dict[str, dict[str, Any]] = {"reader": {"path": str(corpus), "skip": start, "limit": size}}
+    if embedder:
+        inputs["embedder"] = {"offset": start, "total": total}
+    return inputs
