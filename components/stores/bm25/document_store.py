@@ -51,7 +51,7 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         k1: float | None = None,
         b: float | None = None,
         delta: float | None = None,
-        backend: str = "numpy",
+        backend: str = "numba",
         compaction_ratio: float = 0.1,
         document_store_path: str | None = None,
         autosave: bool = True,
@@ -67,8 +67,9 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         :param k1: Term-frequency saturation, >= 0 (default 0.9).
         :param b: Length normalisation, between 0 and 1 (default 0.4).
         :param delta: Lower bound of BM25L/BM25+ term weights, >= 0 (default 0.5; ignored by other methods).
-        :param backend: bm25s scoring backend, ``numpy`` or ``numba`` (faster per query after a one-off JIT
-            compilation of several seconds, done by ``warm_up``).
+        :param backend: How queries are scored: ``numba`` (default; our kernels, compiled once and cached on
+            disk, see ``components.stores.bm25.kernels``) or ``numpy`` (bm25s' numpy scorer). Both give the same
+            hits and scores; it is not saved with the index, so any saved index opens with either.
         :param compaction_ratio: Rebuild the whole index when documents written or deleted since the last
             build exceed this fraction of it, in (0, 1].
         :param document_store_path: Directory of a FAISS store over the same corpus: the saved index then holds
@@ -162,9 +163,9 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         """
         Load the index and the tokenizer now; idempotent.
 
-        With ``backend="numba"`` this also JIT-compiles the scoring functions bm25s uses for ``n_threads``
-        (serial for 0 or 1, parallel otherwise), with and without a filter/deletion mask: seconds each, once
-        per process, instead of during the first queries.
+        With ``backend="numba"`` this also loads (or, the first time on this machine, compiles) the numba
+        kernels used for ``n_threads`` (serial for 0 or 1, parallel otherwise), with and without a
+        filter/deletion mask, instead of during the first queries.
         """
         index = self._ready()
         self._tokenizer.warm_up()

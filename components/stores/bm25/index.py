@@ -15,6 +15,7 @@ documents a higher one. With the default ratio 0.1 the IDF of a term moves by at
 N; rankings within one query barely change. A freshly built index scores exactly like raw bm25s.
 """
 
+import itertools
 import threading
 from dataclasses import dataclass
 
@@ -67,7 +68,7 @@ class IndexSnapshot:
             return [NO_HITS] * len(ids)
         mask = None
         if accept is not None or not bool(self.alive.all()):
-            mask = (self.alive if accept is None else self.alive & accept).astype(np.float32)
+            mask = self.alive if accept is None else self.alive & accept
         return self.main.search(ids, k, mask, n_threads)
 
     def _merge(self, main: Hits, delta: Hits, k: int) -> list[tuple[str, float]]:
@@ -122,13 +123,17 @@ class BM25Index:
 
     def add(self, doc_ids: list[str], terms: list[list[str]]) -> None:
         """Add new documents (ids not yet present) to the delta; new terms extend the vocabulary."""
+        if not doc_ids:
+            return
         with self._lock:
             vocab = self._vocab
-            for term in {t for doc_terms in terms for t in doc_terms}.difference(vocab):
+            for term in set().union(*terms).difference(vocab):
                 vocab[term] = len(vocab)
-            for doc_id, doc_terms in zip(doc_ids, terms, strict=True):
-                token_ids = map(vocab.__getitem__, doc_terms)
-                self._delta[doc_id] = np.fromiter(token_ids, dtype=np.int32, count=len(doc_terms))
+            lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
+            flat = np.fromiter(
+                map(vocab.__getitem__, itertools.chain.from_iterable(terms)), dtype=np.int32, count=int(lengths.sum())
+            )
+            self._delta.update(zip(doc_ids, np.split(flat, np.cumsum(lengths)[:-1]), strict=True))
             self._changed(delta=True)
 
     def delete(self, doc_ids: list[str]) -> int:
@@ -171,11 +176,11 @@ class BM25Index:
     def compacted(self) -> tuple[MainSegment | None, dict[str, int]]:
         """The main segment and vocabulary a compaction would give, built aside: the index is not changed."""
         with self._lock:
-            ids, token_lists = self._live_token_lists()
+            ids, tokens, offsets = self._live_tokens()
             if not ids:
                 return None, {}
-            token_lists, vocab = self._drop_unused_terms(token_lists)
-            return MainSegment.build(ids, token_lists, vocab, self.params), vocab
+            tokens, vocab = self._drop_unused_terms(tokens)
+            return MainSegment.build(ids, tokens, offsets, vocab, self.params), vocab
 
     def install(self, main: MainSegment | None, vocab: dict[str, int]) -> None:
         """Make a ``compacted()`` result the index (nothing may have changed since it was built)."""
@@ -214,16 +219,14 @@ class BM25Index:
             ) = state
             self._version += 1
 
-    def _drop_unused_terms(self, token_lists: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, int]]:
+    def _drop_unused_terms(self, tokens: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
         """Renumber terms 0..n-1 over those the live documents still use (deleted documents leave gaps)."""
-        lengths = [len(t) for t in token_lists]
-        flat = np.concatenate(token_lists)
-        used = np.bincount(flat, minlength=len(self._vocab)) > 0
+        used = np.bincount(tokens, minlength=len(self._vocab)) > 0
         if used.all():
-            return token_lists, self._vocab
+            return tokens, self._vocab
         new_id = (np.cumsum(used) - 1).astype(np.int32)
         vocab = {term: int(new_id[old]) for term, old in self._vocab.items() if used[old]}
-        return np.split(new_id[flat], np.cumsum(lengths)[:-1]), vocab
+        return new_id[tokens], vocab
 
     def has_pending_changes(self) -> bool:
         """Whether the delta or the deletion mask holds anything a compaction would fold in."""
@@ -236,19 +239,26 @@ class BM25Index:
         pending = len(self._delta) + self._main.n_docs - len(self._row_of)
         return pending > self.compaction_ratio * self._main.n_docs
 
-    def _live_token_lists(self) -> tuple[list[str], list[np.ndarray]]:
-        """Ids and term ids of every live document, main rows first (vectorised: main may be memory-mapped)."""
+    def _live_tokens(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Ids, concatenated term ids and offsets of every live document, main rows first (vectorised)."""
         ids: list[str] = []
-        token_lists: list[np.ndarray] = []
+        parts: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
         if self._main is not None:
             rows = np.flatnonzero(self._alive)
-            lengths = np.diff(np.asarray(self._main.offsets))
-            kept = np.asarray(self._main.tokens)[np.repeat(self._alive, lengths)]
-            ids = [self._main.ids[r] for r in rows]
-            token_lists = np.split(kept, np.cumsum(lengths[rows])[:-1]) if len(rows) else []
-        ids += list(self._delta)
-        token_lists += list(self._delta.values())
-        return ids, token_lists
+            main_lengths = np.diff(np.asarray(self._main.offsets))
+            parts.append(np.asarray(self._main.tokens)[np.repeat(self._alive, main_lengths)])
+            lengths.append(main_lengths[rows])
+            ids = [self._main.ids[r] for r in rows.tolist()] if len(rows) < self._main.n_docs else list(self._main.ids)
+        if self._delta:
+            ids += list(self._delta)
+            parts.extend(self._delta.values())
+            lengths.append(np.fromiter(map(len, self._delta.values()), dtype=np.int64, count=len(self._delta)))
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        if lengths:
+            np.cumsum(np.concatenate(lengths), out=offsets[1:])
+        tokens = np.concatenate(parts).astype(np.int32, copy=False) if parts else np.zeros(0, dtype=np.int32)
+        return ids, tokens, offsets
 
     def _changed(self, delta: bool) -> None:
         """Record a mutation: snapshots taken from now on get a new version (filter caches key on it)."""

@@ -7,9 +7,7 @@ written after that build go to the delta segment, which we score ourselves (``bm
 statistics of main + delta, and which is cheap to rebuild because it stays a small fraction of the main one.
 """
 
-import contextlib
 import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,13 +16,13 @@ import numpy as np
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25 import scoring as bm25_scoring
+from components.stores.bm25.matrix import build_bm25
+from components.stores.bm25.numba_search import NumbaScorer
 from components.stores.bm25.persistence import load_array, load_json
 
 # A main-segment hit must beat the score of a document that matches no query term (zero, except for
 # BM25L/BM25+ whose missing terms still weigh something) by this relative margin, to absorb float32 rounding.
 _FLOOR_MARGIN = 1e-6
-# Numba's fallback "workqueue" threading layer aborts the process if two threads launch parallel kernels at once.
-_PARALLEL_NUMBA = threading.Lock()
 
 Hits = tuple[np.ndarray, np.ndarray]
 """Row numbers within a segment and their scores, best first."""
@@ -39,7 +37,7 @@ class BM25Params:
     k1: float = 0.9
     b: float = 0.4
     delta: float = 0.5
-    backend: str = "numpy"
+    backend: str = "numba"
 
 
 class MainSegment:
@@ -55,25 +53,23 @@ class MainSegment:
         self.vocab_size = len(indptr) - 1
         self.doc_freq = np.diff(np.asarray(indptr)).astype(np.int64)
         self.total_length = int(offsets[-1])
+        self._numba = NumbaScorer(bm25.scores)
 
     @classmethod
     def build(
-        cls, ids: list[str], token_lists: list[np.ndarray], vocab: dict[str, int], params: BM25Params
+        cls, ids: list[str], tokens: np.ndarray, offsets: np.ndarray, vocab: dict[str, int], params: BM25Params
     ) -> "MainSegment":
         """
-        Build a bm25s index over documents given as arrays of term ids into ``vocab`` (ids 0..len-1).
+        Build the index over documents ``tokens[offsets[i]:offsets[i + 1]]`` (term ids into ``vocab``, 0..len-1).
 
-        The build itself always runs on bm25s' numpy path: its numba path JIT-compiles a new matrix builder for
-        every BM25 object (seconds each time), which would make every compaction slow. ``backend`` only
-        selects how queries are scored, through numba functions compiled once per process.
+        The weights are those bm25s computes (``components.stores.bm25.matrix``), built in two linear passes;
+        ``backend`` only selects how queries are scored.
         """
-        bm25 = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta, backend="numpy")
+        tokens = np.ascontiguousarray(tokens, dtype=np.int32)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         # bm25s keeps (and saves) the vocabulary it is given: a copy, since the store's own grows with new writes
-        bm25.index(([t.tolist() for t in token_lists], dict(vocab)), create_empty_token=False, show_progress=False)
+        bm25 = build_bm25(tokens, offsets, vocab, params.method, params.k1, params.b, params.delta)
         bm25.backend = params.backend
-        offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
-        np.cumsum([len(t) for t in token_lists], out=offsets[1:])
-        tokens = np.concatenate(token_lists).astype(np.int32) if token_lists else np.zeros(0, dtype=np.int32)
         return cls(bm25, list(ids), tokens, offsets)
 
     @property
@@ -81,35 +77,44 @@ class MainSegment:
         """Number of rows, deleted ones included (they keep counting in the statistics until compaction)."""
         return len(self.ids)
 
-    def search(self, queries: list[list[int]], k: int, mask: np.ndarray | None, n_threads: int) -> list[Hits]:
-        """Top ``k`` rows for each query (term ids), in one bm25s call; rows with ``mask`` 0 never come back."""
-        hits = [NO_HITS] * len(queries)
+    def search(self, queries: list[list[int]], k: int, accept: np.ndarray | None, n_threads: int) -> list[Hits]:
+        """Top ``k`` rows for each query (term ids), best first; rows where ``accept`` is false never come back."""
         known = [[t for t in q if t < self.vocab_size] for q in queries]
+        if not any(known):
+            return [NO_HITS] * len(queries)
+        if self.bm25.backend == "numba":
+            return self._numba.search(known, k, accept, self._floor_base(known), n_threads)
+        return self._bm25s_search(known, k, accept, n_threads)
+
+    def _bm25s_search(self, known: list[list[int]], k: int, accept: np.ndarray | None, n_threads: int) -> list[Hits]:
+        """bm25s' own (numpy) scorer, in one call for the queries with a known term."""
+        hits = [NO_HITS] * len(known)
         asked = [i for i, q in enumerate(known) if q]
-        if not asked:
-            return hits
-        parallel_numba = self.bm25.backend == "numba" and n_threads not in (0, 1)
-        with _PARALLEL_NUMBA if parallel_numba else contextlib.nullcontext():
-            rows, scores = self.bm25.retrieve(
-                [known[i] for i in asked],
-                k=min(k, self.n_docs),
-                weight_mask=mask,
-                n_threads=n_threads,
-                show_progress=False,
-                return_as="tuple",
-            )
+        rows, scores = self.bm25.retrieve(
+            [known[i] for i in asked],
+            k=min(k, self.n_docs),
+            weight_mask=None if accept is None else accept.astype(np.float32),
+            n_threads=n_threads,
+            show_progress=False,
+            return_as="tuple",
+        )
         keep = scores > self._floors([known[i] for i in asked])[:, None]
         for j, i in enumerate(asked):
             hits[i] = (rows[j][keep[j]], scores[j][keep[j]])
         return hits
 
-    def _floors(self, queries: list[list[int]]) -> np.ndarray:
-        """Per query, the score a hit must beat: that of a document without any query term, plus rounding."""
+    def _floor_base(self, queries: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Per query, the score of a document without any query term (``base``) and the score a hit must beat."""
         nonoccurrence = self.bm25.nonoccurrence_array
         if nonoccurrence is None:
-            return np.zeros(len(queries), dtype=np.float32)
-        floors = np.array([nonoccurrence[q].sum() for q in queries], dtype=np.float32)
-        return floors + _FLOOR_MARGIN * np.abs(floors)
+            zeros = np.zeros(len(queries), dtype=np.float32)
+            return zeros, zeros
+        bases = np.array([nonoccurrence[q].sum() for q in queries], dtype=np.float32)
+        return bases, bases + _FLOOR_MARGIN * np.abs(bases)
+
+    def _floors(self, queries: list[list[int]]) -> np.ndarray:
+        """Per query, the score a hit must beat: that of a document without any query term, plus rounding."""
+        return self._floor_base(queries)[1]
 
     def save(self, directory: Path) -> None:
         """Write the bm25s files, the row ids and the term ids of each row into ``directory``."""

@@ -1,0 +1,236 @@
+"""Numba kernels of the BM25 store: build the weight matrix, and score + select the top k of queries.
+
+Why our own kernels rather than bm25s' numba functions: bm25s compiles them in every new process (seconds to
+tens of seconds on a small machine) because they are not cached; it scores every document for every query
+(an array of ``num_docs`` zeroed, then scanned for the top k); and its index build counts terms document by
+document in Python. Ours are compiled with ``cache=True``, so a process after the first loads them from disk
+(numba keeps the cache in ``__pycache__`` beside this file, or under the user's cache directory when that is
+read-only, or in ``NUMBA_CACHE_DIR`` when set; with no writable place they are compiled per process, as
+bm25s' are); they only visit the rows a query term occurs in; and the build is two linear passes.
+
+Results are those of bm25s: weights are computed with its formulas in its operation order (float64, stored as
+float32), and a query's scores are summed term by term in float32, as its scorer does. Equal scores are ranked
+by row, lowest first, so both backends and every thread count give the same order.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+from numba import prange
+
+METHOD_CODES = {"robertson": 0, "lucene": 1, "atire": 2, "bm25l": 3, "bm25+": 4}
+
+
+def _jit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit`` with the on-disk cache when numba finds a writable place for it, without otherwise."""
+
+    def decorate(function: Callable[..., Any]) -> Any:
+        try:
+            return numba.njit(cache=True, **options)(function)
+        except RuntimeError:  # "cannot cache function ...: no locator available": compile per process instead
+            return numba.njit(**options)(function)
+
+    return decorate
+
+
+@_jit(nogil=True)
+def _tfc(method: int, tf: float, dl: float, avgdl: float, k1: float, b: float, delta: float) -> float:
+    """bm25s' term-frequency component (``bm25s.scoring._score_tfc_*``), same operations in the same order."""
+    if method == 2:  # bm25s multiplies its float32 tf array by k1 + 1 in float32
+        return float(np.float32(tf) * np.float32(k1 + 1)) / (tf + k1 * (1 - b + b * dl / avgdl))
+    if method == 3:
+        c = tf / (1 - b + b * dl / avgdl)
+        return ((k1 + 1) * (c + delta)) / (k1 + c + delta)
+    if method == 4:
+        return float(np.float32(k1 + 1) * np.float32(tf)) / (k1 * (1 - b + b * dl / avgdl) + tf) + delta
+    return tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)
+
+
+@_jit(nogil=True)
+def document_frequencies(tokens: np.ndarray, offsets: np.ndarray, vocab_size: int) -> np.ndarray:
+    """How many documents (token ranges ``offsets[i]:offsets[i + 1]``) hold each term id."""
+    df = np.zeros(vocab_size, dtype=np.int64)
+    last = np.full(vocab_size, -1, dtype=np.int64)
+    for doc in range(len(offsets) - 1):
+        for j in range(offsets[doc], offsets[doc + 1]):
+            term = tokens[j]
+            if last[term] != doc:
+                last[term] = doc
+                df[term] += 1
+    return df
+
+
+@_jit(nogil=True)
+def weight_matrix(
+    tokens: np.ndarray,
+    offsets: np.ndarray,
+    df: np.ndarray,
+    idf: np.ndarray,
+    nonoccurrence: np.ndarray,
+    method: int,
+    k1: float,
+    b: float,
+    delta: float,
+    avgdl: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (term x document) CSC weights ``data, indices, indptr`` of bm25s; rows ascend within each column."""
+    vocab_size = len(df)
+    indptr = np.zeros(vocab_size + 1, dtype=np.int64)
+    for term in range(vocab_size):
+        indptr[term + 1] = indptr[term] + df[term]
+    heads = indptr[:-1].copy()
+    data = np.empty(indptr[-1], dtype=np.float32)
+    indices = np.empty(indptr[-1], dtype=np.int32)
+    tf = np.zeros(vocab_size, dtype=np.int64)
+    subtract = len(nonoccurrence) > 0
+    for doc in range(len(offsets) - 1):
+        start, end = offsets[doc], offsets[doc + 1]
+        for j in range(start, end):
+            tf[tokens[j]] += 1
+        dl = float(end - start)
+        for j in range(start, end):
+            term = tokens[j]
+            if tf[term] == 0:  # second occurrence: already written
+                continue
+            weight = float(idf[term]) * _tfc(method, float(tf[term]), dl, avgdl, k1, b, delta)
+            if subtract:
+                weight -= float(nonoccurrence[term])
+            data[heads[term]] = weight
+            indices[heads[term]] = doc
+            heads[term] += 1
+            tf[term] = 0
+    return data, indices, indptr
+
+
+@_jit(nogil=True)
+def _worse(score_a: float, row_a: int, score_b: float, row_b: int) -> bool:
+    """Whether hit a ranks after hit b: a lower score, or an equal one on a later row."""
+    return score_a < score_b or (score_a == score_b and row_a > row_b)
+
+
+@_jit(nogil=True)
+def _sift_down(scores: np.ndarray, rows: np.ndarray, size: int, pos: int) -> None:
+    """Restore the heap (worst hit at the root) below ``pos``."""
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            return
+        if child + 1 < size and _worse(scores[child + 1], rows[child + 1], scores[child], rows[child]):
+            child += 1
+        if not _worse(scores[child], rows[child], scores[pos], rows[pos]):
+            return
+        scores[pos], scores[child] = scores[child], scores[pos]
+        rows[pos], rows[child] = rows[child], rows[pos]
+        pos = child
+
+
+@_jit(nogil=True)
+def _one_query(
+    data: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    query: np.ndarray,
+    mask: np.ndarray,
+    base: np.float32,
+    floor: np.float32,
+    acc: np.ndarray,
+    seen: np.ndarray,
+    touched: np.ndarray,
+    out_scores: np.ndarray,
+    out_rows: np.ndarray,
+) -> int:
+    """Best hits of one query into ``out_*`` (best first); returns how many. Leaves ``acc``/``seen`` zeroed."""
+    n_touched = 0
+    for term in query:
+        for j in range(indptr[term], indptr[term + 1]):
+            row = indices[j]
+            if not seen[row]:
+                seen[row] = True
+                touched[n_touched] = row
+                n_touched += 1
+            acc[row] += data[j]
+    k, size = len(out_scores), 0
+    use_mask = len(mask) > 0
+    for i in range(n_touched):
+        row = touched[i]
+        score = acc[row] + base
+        acc[row], seen[row] = 0, False
+        if score <= floor or (use_mask and not mask[row]):
+            continue
+        if size < k:
+            out_scores[size], out_rows[size] = score, row
+            size += 1
+            pos = size - 1
+            while pos > 0:  # sift the new hit up towards the root (the worst)
+                parent = (pos - 1) >> 1
+                if not _worse(out_scores[pos], out_rows[pos], out_scores[parent], out_rows[parent]):
+                    break
+                out_scores[pos], out_scores[parent] = out_scores[parent], out_scores[pos]
+                out_rows[pos], out_rows[parent] = out_rows[parent], out_rows[pos]
+                pos = parent
+        elif _worse(out_scores[0], out_rows[0], score, row):
+            out_scores[0], out_rows[0] = score, row
+            _sift_down(out_scores, out_rows, size, 0)
+    for last in range(size - 1, 0, -1):  # heap sort: the worst goes to the end, leaving best first
+        out_scores[0], out_scores[last] = out_scores[last], out_scores[0]
+        out_rows[0], out_rows[last] = out_rows[last], out_rows[0]
+        _sift_down(out_scores, out_rows, last, 0)
+    return size
+
+
+@_jit(nogil=True)
+def search_serial(
+    data: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    flat: np.ndarray,
+    pointers: np.ndarray,
+    mask: np.ndarray,
+    bases: np.ndarray,
+    floors: np.ndarray,
+    acc: np.ndarray,
+    seen: np.ndarray,
+    touched: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Top ``k`` (scores, rows, counts) of each query ``flat[pointers[i]:pointers[i + 1]]``, in this thread."""
+    n = len(pointers) - 1
+    scores, rows = np.zeros((n, k), dtype=np.float32), np.zeros((n, k), dtype=np.int64)
+    counts = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        query = flat[pointers[i] : pointers[i + 1]]
+        counts[i] = _one_query(
+            data, indptr, indices, query, mask, bases[i], floors[i], acc, seen, touched, scores[i], rows[i]
+        )
+    return scores, rows, counts
+
+
+@_jit(parallel=True)
+def search_parallel(
+    data: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    flat: np.ndarray,
+    pointers: np.ndarray,
+    mask: np.ndarray,
+    bases: np.ndarray,
+    floors: np.ndarray,
+    n_docs: int,
+    k: int,
+    n_chunks: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``search_serial`` with the queries split into ``n_chunks`` run on numba's threads, each with its buffers."""
+    n = len(pointers) - 1
+    scores, rows = np.zeros((n, k), dtype=np.float32), np.zeros((n, k), dtype=np.int64)
+    counts = np.zeros(n, dtype=np.int64)
+    for chunk in prange(n_chunks):
+        acc, seen = np.zeros(n_docs, dtype=np.float32), np.zeros(n_docs, dtype=np.bool_)
+        touched = np.empty(n_docs, dtype=np.int64)
+        for i in range(chunk, n, n_chunks):
+            query = flat[pointers[i] : pointers[i + 1]]
+            counts[i] = _one_query(
+                data, indptr, indices, query, mask, bases[i], floors[i], acc, seen, touched, scores[i], rows[i]
+            )
+    return scores, rows, counts
