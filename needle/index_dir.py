@@ -30,6 +30,7 @@ from haystack.core.errors import PipelineRuntimeError
 from components.embedders.embedding_file import EmbeddingFileError
 from needle import pipeline_files as pf
 from needle.backends import Recorded, set_document_embedder, set_query_embedder, spec_of
+from needle.fusion import apply_fusion
 from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, run_chunked
 
@@ -275,14 +276,16 @@ def _set_milvus_store(data: dict[str, Any], component: str, manifest: IndexManif
 
 
 def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict[str, Any]:
-    """Fill pipelines/<name>_search.yaml with absolute paths of the manifest's generation where DIR is now."""
-    return search_pipeline(Path(index_dir).resolve(), manifest, name, top_k)
+    """Fill pipelines/<name>_search.yaml with absolute paths of the manifest's generation where DIR is now,
+    and the fusion parameters `needle tune` fitted for DIR (DIR/fusion.json), if any."""
+    return apply_fusion(search_pipeline(Path(index_dir).resolve(), manifest, name, top_k), Path(index_dir))
 
 
 def save_search_pipelines(generation: Path, manifest: IndexManifest, modes: list[str]) -> None:
     """Write <mode>_search.yaml for each mode into GENERATION, with paths relative to the index directory."""
     for mode in modes:
-        pf.dump(search_pipeline(Path("."), manifest, manifest.template(mode)), generation / f"{mode}_search.yaml")
+        data = apply_fusion(search_pipeline(Path("."), manifest, manifest.template(mode)), generation.parent)
+        pf.dump(data, generation / f"{mode}_search.yaml")
 
 
 def as_hits(documents: list[Document]) -> list[Hit]:
