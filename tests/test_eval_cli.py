@@ -66,7 +66,7 @@ def test_eval_reports_metrics_json_and_plot(dataset: Path, tmp_path: Path, mode:
     assert "nDCG@10" in capsys.readouterr().out
 
 
-def test_second_dense_eval_reuses_the_embeddings(dataset: Path, tmp_path: Path) -> None:
+def test_second_dense_eval_reuses_the_index(dataset: Path, tmp_path: Path) -> None:
     ix = tmp_path / "ix"
     for name in ("first", "second"):
         assert (
@@ -88,7 +88,11 @@ def test_second_dense_eval_reuses_the_embeddings(dataset: Path, tmp_path: Path) 
     second = json.loads((tmp_path / "second.json").read_text())
     assert first["embedding_cache_hit"] is False
     assert second["embedding_cache_hit"] is True
+    assert (first["index_reused"], second["index_reused"]) == (False, True)  # searched as built: same generation
+    assert (ix / "CURRENT").read_text().strip() == "gen-000001"
     assert second["metrics"] == first["metrics"]
+    assert 0 < second["latency_p50_ms"] <= second["latency_p99_ms"]
+    assert second["model_load_seconds"] > 0
 
 
 def test_compare_puts_runs_side_by_side(dataset: Path, tmp_path: Path, capsys) -> None:
