@@ -30,6 +30,7 @@ from haystack.core.errors import PipelineRuntimeError
 from components.embedders.embedding_file import EmbeddingFileError
 from needle import pipeline_files as pf
 from needle.backends import Recorded, set_document_embedder, set_query_embedder, spec_of
+from needle.dense_index_type import FLAT, DenseIndexType
 from needle.fusion import apply_fusion
 from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, run_chunked
@@ -84,6 +85,7 @@ class IndexManifest:
     collection: str | None = None  # milvus: the collection of this generation
     multimodal: bool = False  # images embedded by a CLIP-style model (needle.multimodal_index); recorded when true
     embedder: dict[str, Any] | None = None  # the backend (needle.backends); None: sentence-transformers `model`
+    dense_index: dict[str, Any] | None = None  # FAISS index type (needle.dense_index_type); None: flat
     corpus_sha256: str | None = None  # sha256 of the corpus file's bytes (file_sha256); None in older manifests
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
@@ -94,6 +96,7 @@ class IndexManifest:
         unused = {"generation"} | ({"uri", "collection"} if self.store == "faiss" else set())
         unused |= set() if self.multimodal else {"multimodal"}
         unused |= {"embedder"} if self.embedder is None else set()
+        unused |= {"dense_index"} if self.dense_index is None else set()
         unused |= {"corpus_sha256"} if self.corpus_sha256 is None else set()
         return {k: v for k, v in asdict(self).items() if k not in unused}
 
@@ -147,6 +150,7 @@ class IndexManifest:
             raise NeedleError(f"{where}: {image_problem}")
         try:
             spec_of(self.embedder)
+            DenseIndexType.from_recorded(self.dense_index)
         except NeedleError as error:
             raise NeedleError(f"{where}: {error}") from None
 
@@ -180,12 +184,14 @@ def build_dense(
     reuse: Path | None,
     embedder: Recorded = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    index_type: DenseIndexType = FLAT,
 ) -> tuple[int, int]:
     """
     Run pipelines/dense_index.yaml into GENERATION, once per CHUNK_SIZE documents (``needle.index_streaming``),
     saving the FAISS store once at the end; returns (documents written, embedding dimension).
 
     ``embedder``: the backend as a manifest records it (``needle.backends``); None: sentence-transformers MODEL.
+    ``index_type``: the FAISS index (flat or HNSW, ``needle.dense_index_type``).
 
     ``reuse`` is the previous generation's embedding file: linked in first, the embedder keeps it when its
     fingerprint matches this model and corpus, and refuses it otherwise (``--overwrite`` re-encodes).
@@ -194,12 +200,20 @@ def build_dense(
     data = pf.load_template("dense_index")
     set_document_embedder(data, model, str(npy), overwrite, embedder)
     pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
+    set_index_type(data, "writer", index_type)
     pf.set_init_param(data, "writer.document_store.autosave", False)
     pipeline = pf.build(data)
     with embeddings_refused():
         written = run_chunked(pipeline, corpus, chunk_size, "Indexing (dense)")
     pipeline.get_component("writer").document_store.save()  # type: ignore[attr-defined]
     return written, int(np.load(npy, mmap_mode="r").shape[1])
+
+
+def set_index_type(data: dict[str, Any], component: str, index_type: DenseIndexType) -> None:
+    """Give COMPONENT's FAISS store the index type's ``index_factory`` and ``search_params``."""
+    pf.set_init_param(data, f"{component}.document_store.index_factory", index_type.factory())
+    if index_type.search_params() is not None:
+        pf.set_init_param(data, f"{component}.document_store.search_params", index_type.search_params())
 
 
 @contextmanager
@@ -255,6 +269,8 @@ def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int =
         elif store is not None:
             sub = "dense" if "FAISS" in store["type"] else "bm25"
             pf.set_init_param(data, f"{component}.document_store.path", str(root / sub))
+            if sub == "dense":
+                set_index_type(data, component, DenseIndexType.from_recorded(manifest.dense_index))
             if sub == "bm25":
                 shared = str(root / "dense") if "dense" in manifest.modes else None
                 pf.set_init_param(data, f"{component}.document_store.document_store_path", shared)

@@ -22,6 +22,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import MANIFEST, load_json
 from needle.backends import Recorded
+from needle.dense_index_type import FLAT, DenseIndexType, check_index_type_options
 from needle.index_dir import (
     EmbeddingsNotReusable,
     IndexManifest,
@@ -65,6 +66,7 @@ def build_index(
     embedder: Recorded = None,
     multimodal: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    index_type: DenseIndexType = FLAT,
 ) -> IndexManifest:
     """
     Index CORPUS into a new generation of OUT: dense (FAISS or Milvus + embeddings.npy) and/or BM25, manifest,
@@ -75,6 +77,7 @@ def build_index(
     ``embedder``: the embedding backend as the manifest records it (``needle.backends``; MODEL names its model);
     None: sentence-transformers MODEL.
     ``chunk_size``: documents read, embedded and written per pipeline run (``needle.index_streaming``).
+    ``index_type``: the FAISS index of the dense part, flat or HNSW (``needle.dense_index_type``).
 
     :raises NeedleError: missing corpus, nothing to build, or an OUT that is a file, read-only, or a stranger's
         non-empty directory (never written into); a Milvus option that does not fit (naming the flag).
@@ -87,6 +90,7 @@ def build_index(
         raise NeedleError(f"corpus not found: {corpus}")
     if not dense and not bm25:
         raise NeedleError("nothing to build: --no-dense needs --bm25")
+    check_index_type_options(index_type, store=target.store, dense=dense, multimodal=multimodal)
     if target.store == "milvus":
         from needle.milvus_index import check_milvus_options
 
@@ -103,7 +107,7 @@ def build_index(
         seeded = reuse is None and seed is not None
         build = Build(
             corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal,
-            chunk_size,
+            chunk_size, index_type,
         )  # fmt: skip
         before = server_collections(out, target)
         try:
@@ -141,6 +145,7 @@ class Build:
     embedder: Recorded = None  # the embedding backend (needle.backends); None: sentence-transformers `model`
     multimodal: bool = False  # an image corpus (needle.multimodal_index)
     chunk_size: int = DEFAULT_CHUNK_SIZE  # documents per pipeline run (needle.index_streaming)
+    index_type: DenseIndexType = FLAT  # the dense part's FAISS index (needle.dense_index_type)
     built: IndexManifest | None = None
 
     @property
@@ -180,7 +185,7 @@ class Build:
             return fill_image_generation(partial, self.corpus, self.model, self.overwrite, reuse)
         return fill_generation(
             partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse,
-            self.embedder, self.chunk_size,
+            self.embedder, self.chunk_size, self.index_type,
         )  # fmt: skip
 
     def fill_milvus(self, partial: Path, reuse: Path | None) -> IndexManifest:
@@ -287,13 +292,14 @@ def fill_generation(
     reuse: Path | None,
     embedder: Recorded = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    index_type: DenseIndexType = FLAT,
 ) -> IndexManifest:
     """Build every part of one generation into PARTIAL and write its search pipelines; returns its manifest."""
     final = partial.name.removesuffix(".partial")
     modes: list[str] = []
     dim = None
     if dense:
-        count, dim = build_dense(corpus, partial, model, overwrite, reuse, embedder, chunk_size)
+        count, dim = build_dense(corpus, partial, model, overwrite, reuse, embedder, chunk_size, index_type)
         modes.append("dense")
     if bm25:
         # BM25 reads its documents from the dense part, named by the path it will have once live; the BM25
@@ -309,6 +315,7 @@ def fill_generation(
         dim=dim,
         bm25_lang=lang if bm25 else None,
         embedder=embedder if dense else None,
+        dense_index=index_type.recorded() if dense else None,
         generation=final,
     )
     save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if len(modes) == 2 else []))

@@ -12,6 +12,8 @@ from components.stores.faiss.vector_index import METRICS, build_faiss_index
 
 FORMAT = "needle-faiss-store/1"
 _PROBE_DIMS = (384, 768, 1024, 96)  # dims tried to validate index_factory before the real dim is known
+# Search / build parameters that FAISS takes as counts; FAISS itself accepts 0 or -1 silently and then misbehaves.
+_COUNT_PARAMS = ("nprobe", "efSearch", "efConstruction")
 _MANIFEST_KEYS = ("format", "metric", "index_factory", "embedding_dim", "next_row", "documents", "vectors", "info")
 
 
@@ -34,6 +36,10 @@ def check_init(
         raise ValueError(f"index_chunk_size must be an integer >= 1, got {index_chunk_size!r}")
     if search_params is not None and not isinstance(search_params, dict):
         raise ValueError(f"search_params must be a dict like {{'nprobe': 16}} or None, got {search_params!r}")
+    for name in _COUNT_PARAMS:
+        value = (search_params or {}).get(name, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"search_params[{name!r}] must be an integer >= 1, got {value!r}")
     if not isinstance(index_factory, str) or not index_factory.strip() or "IDMap" in index_factory:
         raise ValueError(
             "index_factory must be a FAISS factory string without IDMap (the store adds it), "

@@ -7,6 +7,10 @@ vectors after a delete, which IVF does not, and the id map then silently points 
 FAISS, every search excludes them with an ``IDSelector``, and the store rebuilds the index once they
 outnumber the live vectors.
 
+HNSW settings travel in ``search_params``: ``efSearch`` (candidates per query) and ``efConstruction``
+(candidates while inserting, so it shapes the graph of every vector added after it is set). FAISS saves both in
+``vectors.faiss``, so a loaded index searches as it was built to, unless ``search_params`` overrides them.
+
 Scores are "higher is better": inner product, cosine similarity (vectors and queries are L2-normalised
 copies) or, for ``l2``, the negated squared Euclidean distance.
 """
