@@ -460,3 +460,4 @@ def test_results_written_before_the_timing_fields_still_load_and_compare(tmp_pat
     assert rows["queries/s"][-2:] == ["700.0", "90.0"]
     assert rows["index build (s)"][-2:] == ["2.00", "reused"]
     assert rows["model load (s)"][-2:] == ["n/a", "1.50"]
+    assert rows["latency queries"][-4:] == ["n/a", "5", "of", "5"]

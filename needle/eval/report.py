@@ -269,7 +269,7 @@ def _table(results: list[EvalResult]) -> tuple[list[str], list[list[str]]]:
         "queries/s": [_number(r.queries_per_second, 1) for r in results],
         "latency p50 (ms)": [_number(r.latency_p50_ms, 1) for r in results],
         "latency p99 (ms)": [_number(r.latency_p99_ms, 1) for r in results],
-        "latency queries": ["n/a" if r.latency_queries is None else str(r.latency_queries) for r in results],
+        "latency queries": [_sample(r) for r in results],
         "index build (s)": ["reused" if r.index_reused else _number(r.index_build_seconds, 2) for r in results],
         "model load (s)": [_number(r.model_load_seconds, 2) for r in results],
         "warm-up (s)": [_number(r.warmup_seconds, 2) for r in results],
@@ -287,6 +287,13 @@ def _table(results: list[EvalResult]) -> tuple[list[str], list[list[str]]]:
 
 def _number(value: float | None, decimals: int) -> str:
     return "n/a" if value is None else f"{value:,.{decimals}f}"
+
+
+def _sample(result: EvalResult) -> str:
+    """How many of the run's queries were timed one at a time: "300 of 300", or "200 of 1,000" for a sample."""
+    if result.latency_queries is None:
+        return "n/a"
+    return f"{result.latency_queries:,} of {result.n_queries:,}"
 
 
 def _short_param(value: Any) -> str:
