@@ -12,9 +12,9 @@ parameters weigh two score lists against each other and stay meaningful for a re
 
 The file is data someone else wrote: it is parsed strictly (no NaN or Infinity, no unknown key, every number in
 the range the ranker accepts) and any problem is one line naming the file and the field. ``apply_fusion`` puts
-the values into a search pipeline's init parameters: the mix rankers (``MixRetrieveRanker`` and its batch twin)
-take ``mix``; an RRF component whose template names a ``k`` takes ``rrf.k`` (Haystack's ``DocumentJoiner``
-fixes k = 61 and names none, so it is left as it is).
+the values into a search pipeline's init parameters: every component whose template names the mix curve
+(``MixRetrieveRanker``, its batch twin, a batch mix joiner) takes ``mix``; an RRF component whose template names a
+``k`` takes ``rrf.k`` (Haystack's ``DocumentJoiner`` fixes k = 61 and names none, so it is left as it is).
 """
 
 import json
@@ -31,7 +31,6 @@ MIX_KEYS = ("baseline", "amplitude", "slope", "midpoint")
 MAX_SLOPE = 1000.0  # the sigmoid is a step long before this; a larger value is a damaged file
 MAX_MIDPOINT = 100000.0  # characters (a query holds at most this many: components.checks)
 MAX_RRF_K = 1000
-MIX_RANKERS = ("MixRetrieveRanker", "MixRetrieveBatchRanker")
 
 
 @dataclass(frozen=True)
@@ -171,7 +170,7 @@ def apply_fusion(data: dict[str, Any], index_dir: Path) -> dict[str, Any]:
         return data
     for spec in data["components"].values():
         params = spec.get("init_parameters", {})
-        if spec.get("type", "").rsplit(".", 1)[-1] in MIX_RANKERS:
+        if set(MIX_KEYS) <= set(params):
             params.update(asdict(fusion.mix))
         elif params.get("join_mode") == "reciprocal_rank_fusion" and "k" in params:
             params["k"] = fusion.rrf_k
