@@ -8,6 +8,7 @@
     needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
     needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
+    needle tune DATASET_DIR [--split train] [--model M] [--index-dir DIR] [--json FILE]   (fit hybrid fusion)
     needle serve DIR [--host H] [--port P] [--reranker MODEL_DIR]   (POST /<mode>_search/run, /mcp, /search, /rerank)
 
 User errors (missing corpus, missing or broken index, wrong model, bad corpus line, a bad query or --top-k,
@@ -30,6 +31,7 @@ from components.checks import MAX_TOP_K, check_queries
 from needle.index_dir import DEFAULT_MODEL, STORES, NeedleError
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, check_chunk_size
 from needle.search import MODES
+from needle.tune import add_parser as add_tune_parser
 
 EXIT_USAGE = 2
 CONFIG_HELP = "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend, paths relative to it)"
@@ -291,6 +293,7 @@ def parser() -> argparse.ArgumentParser:
         help="most texts per /rerank request (413 beyond; default 32, TEI's --max-client-batch-size)",
     )
     sv.set_defaults(func=cmd_serve)
+    add_tune_parser(sub)
     return p
 
 
