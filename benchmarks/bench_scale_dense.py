@@ -18,8 +18,14 @@ HNSW rows sweep efSearch on the built graph (set on the faiss object, since a st
 of 1M x 384 takes many minutes on 2 cores) raw searches the very faiss graph our store built, so raw HNSW build
 time and memory are not measured again.
 
-    nice -n 5 .venv/bin/python benchmarks/bench_scale_dense.py [--size small|large] [--n N] [--shared]
+    nice -n 5 .venv/bin/python benchmarks/bench_scale_dense.py [--size small|large] [--n N] [--[no-]shared]
+        [--hnsw M:efConstruction,...] [--raw-only]
+
+``--raw-only`` measures raw faiss alone (build, memory, recall, 1-thread latency) and needs only faiss and numpy,
+for a bigger machine where our stack is not installed.
 """
+
+from __future__ import annotations
 
 import argparse
 import ctypes
@@ -27,24 +33,26 @@ import gc
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import faiss
 import numpy as np
-from haystack import Document
 from synthetic_vectors import default_clusters, make_queries, write_corpus
 
-from components.retrievers import FAISSEmbeddingRetriever
-from components.stores import FAISSDocumentStore
+if TYPE_CHECKING:  # imported when ours is measured: --raw-only runs where only faiss and numpy are installed
+    from haystack import Document
+
+    from components.stores import FAISSDocumentStore
 
 DIM, TOP_K, CHUNK, TARGET_RECALL, TARGET_MS = 384, 10, 50_000, 0.95, 5.0
 SIZES = {"small": (30_000, 200), "large": (1_000_000, 300)}  # corpus vectors, queries
 FLAT_QUERIES = 50  # single queries timed on Flat (hundreds of ms each at 1M)
-HNSW = {"small": [(16, 40), (32, 40)], "large": [(16, 40), (32, 64)]}  # (M, efConstruction)
-EF_SEARCH = (16, 32, 64, 128, 256)
+# (M, efConstruction). At 1M, M=16/efC=40 stays under recall@10 0.82 even at efSearch 256: not worth building.
+HNSW = {"small": [(16, 40), (32, 40)], "large": [(32, 64), (32, 128)]}
+EF_SEARCH = (16, 32, 64, 128, 256, 512)
 Setting = tuple[float, int, int, int, float]  # our p50 ms, M, efConstruction, efSearch, recall@10
 
 
@@ -53,7 +61,7 @@ class Data:
     """The corpus file, its documents, the queries (array and lists) and their exact top-10 rows."""
 
     path: Path
-    documents: list[Document]
+    documents: Sequence[Document] | range
     queries: np.ndarray
     query_lists: list[list[float]]
     truth: np.ndarray | None = None
@@ -98,6 +106,8 @@ def vectors_file(n: int) -> Path:
 
 def our_store(data: Data, factory: str, params: dict[str, float] | None) -> tuple[FAISSDocumentStore, Side]:
     """Build our store from the .npy (bulk path) and wrap its retriever as a single-query search."""
+    from components.retrievers import FAISSEmbeddingRetriever
+    from components.stores import FAISSDocumentStore
 
     def build() -> FAISSDocumentStore:
         store = FAISSDocumentStore(
@@ -235,12 +245,16 @@ def choice_row(qualifying: list[Setting]) -> dict[str, Any]:
     return row("HNSW choice", p50, None, "ms", note)
 
 
-def run(size: str = "small", n: int | None = None, shared: bool | None = None) -> list[dict[str, Any]]:
+def run(
+    size: str = "small", n: int | None = None, shared: bool | None = None, configs: list[tuple[int, int]] | None = None
+) -> list[dict[str, Any]]:
     """Flat and HNSW at SIZE ("small": 30k, "large": 1M vectors; N overrides the count)."""
     count, query_count = SIZES[size]
     count = n or count
     shared = size == "large" if shared is None else shared
     queries = make_queries(query_count, DIM, default_clusters(count), seed=0)
+    from haystack import Document
+
     documents = [Document(id=f"v{i}", content=f"passage {i}") for i in range(count)]
     data = Data(vectors_file(count), documents, queries, queries.tolist())
     _, flat = our_store(data, "Flat", None)
@@ -251,7 +265,7 @@ def run(size: str = "small", n: int | None = None, shared: bool | None = None) -
     rows = build_rows(shape, flat, raw) + latency_rows(shape, flat, raw, min(query_count, FLAT_QUERIES), "exact")[0]
     del flat, raw, raw_flat
     qualifying: list[Setting] = []
-    for m, ef_c in HNSW[size]:
+    for m, ef_c in configs or HNSW[size]:
         gc.collect()
         found, ok = hnsw_rows(data, m, ef_c, shared)
         rows += found
@@ -259,13 +273,56 @@ def run(size: str = "small", n: int | None = None, shared: bool | None = None) -
     return [*rows, choice_row(qualifying)]
 
 
+def raw_only(size: str, n: int | None, configs: list[tuple[int, int]] | None = None) -> None:
+    """Raw faiss alone (no store, no documents): HNSW build, memory, recall@10 and single-query latency at SIZE.
+
+    For a machine that has faiss and numpy but not our stack; it prints progress lines only.
+    """
+    count = n or SIZES[size][0]
+    queries = make_queries(SIZES[size][1], DIM, default_clusters(count), seed=0)
+    data = Data(vectors_file(count), range(count), queries, [])  # row numbers stand in for documents
+    flat, side = raw_build(data, lambda: faiss.IndexFlatIP(DIM))
+    progress(f"raw Flat {count:,}: built {side.seconds:.1f} s, {side.rss_mb:.0f} MB")
+    truth = flat.search(queries, TOP_K)[1]
+    del flat
+    for m, ef_c in configs or HNSW[size]:
+
+        def make(m: int = m, ef_c: int = ef_c) -> faiss.Index:
+            index = faiss.IndexHNSWFlat(DIM, m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = ef_c
+            return index
+
+        index, side = raw_build(data, make)
+        progress(f"raw HNSW{m} efC={ef_c}: built {side.seconds:.1f} s with {faiss.omp_get_max_threads()} threads, "
+                 f"{side.rss_mb:.0f} MB")  # fmt: skip
+        for ef in EF_SEARCH:
+            index.hnsw.efSearch = ef
+            recall = recall_at_10(index.search(queries, TOP_K)[1], truth)
+            times, _ = latencies(side, side, len(queries))
+            p50, slow = statistics.median(times) * 1e3, p99(times) * 1e3
+            progress(
+                f"raw HNSW{m} efC={ef_c} efSearch={ef}: recall@10 {recall:.3f}, p50 {p50:.3f} ms, p99 {slow:.3f} ms"
+            )
+        del index
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
     parser.add_argument("--n", type=int, help="corpus vectors (default: 30,000 small, 1,000,000 large)")
     parser.add_argument("--shared", action=argparse.BooleanOptionalAction, help="raw searches our HNSW graph")
+    parser.add_argument("--raw-only", action="store_true", help="raw faiss HNSW only (needs faiss and numpy alone)")
+    parser.add_argument("--hnsw", help="HNSW settings to build, M:efConstruction,... (default: the size's)")
     arguments = parser.parse_args()
-    for result in run(arguments.size, arguments.n, arguments.shared):
+    settings = (
+        [(int(m), int(ef)) for m, ef in (pair.split(":") for pair in arguments.hnsw.split(","))]
+        if arguments.hnsw
+        else None
+    )
+    if arguments.raw_only:
+        raw_only(arguments.size, arguments.n, settings)
+        sys.exit(0)
+    for result in run(arguments.size, arguments.n, arguments.shared, settings):
         ratio = f"x{result['ratio']:.2f}" if result["ratio"] is not None else "-"
         peer = f"{result['peer']:,.3f}" if result["peer"] is not None else "-"
         ours = f"{result['ours']:,.3f}" if result["ours"] is not None else "-"

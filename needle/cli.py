@@ -308,8 +308,8 @@ def add_index_type_flags(ix: argparse.ArgumentParser) -> None:
         choices=INDEX_TYPES,
         help="FAISS index of the dense part: flat (default) is exact, its query time grows with the corpus; "
         f"hnsw is approximate (recall@10 >= 0.95 at the defaults M={default.hnsw_m}, efConstruction="
-        f"{default.ef_construction}, efSearch={default.ef_search}), a few ms per query at a million vectors, but "
-        "its build takes minutes there and about a third more memory",
+        f"{default.ef_construction}, efSearch={default.ef_search}), under a ms per query at a million vectors, "
+        "but its build takes minutes there and about 20%% more memory for the vectors",
     )
     helps = {
         "hnsw_m": f"hnsw: graph neighbours per vector (default {default.hnsw_m}); more = better recall, more memory",
