@@ -15,8 +15,9 @@ from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
 from needle.index_generations import live_name, rebuild_hint
 
 MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion (Milvus's own RRF on Milvus)
-# The modes answered by a batch pipeline (all queries in one run), per store.
-BATCH_MODES = {"faiss": ("dense", "bm25", "hybrid"), "milvus": MODES}
+# The modes answered by a batch pipeline (all queries in one run, a single query too: one run costs the same
+# pipeline overhead whatever the number of queries), per store.
+BATCH_MODES = {"faiss": MODES, "milvus": MODES}
 
 
 def best_mode(manifest: IndexManifest) -> str:

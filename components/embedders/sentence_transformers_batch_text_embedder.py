@@ -5,6 +5,9 @@ the whole list goes through sentence-transformers in batches of `batch_size` and
 With several `gpu_ids` the texts are spread over a multi-process pool, one process per GPU.
 """
 
+from typing import Any
+
+import numpy as np
 from haystack import component
 
 from components.checks import check_queries
@@ -25,19 +28,21 @@ class SentenceTransformersBatchTextEmbedder(SentenceTransformersQueryEmbedderBas
     ```
     """
 
-    @component.output_types(embeddings=list[list[float]])
-    def run(self, texts: list[str]) -> dict[str, list[list[float]]]:
+    _output_socket = ("embeddings", list[list[float]])
+
+    def run(self, texts: list[str]) -> dict[str, Any]:
         """Embed every query in `texts`, keeping their order.
 
         :param texts: The queries, each under the query rules of `components.checks`; an empty list gives an empty
             result without loading the model.
-        :returns: `{"embeddings": list[list[float]]}`, row i for `texts[i]`.
+        :returns: `{"embeddings": list[list[float]]}`, row i for `texts[i]` (one (N, dim) numpy array with
+            `as_array`).
         :raises ValueError: `texts` is not a list, or an item breaks the query rules (named `queries[i]`, with the
             same message as the BM25 batch retriever and the batch ranker).
         """
         check_queries(texts)
         if not texts:
-            return {"embeddings": []}
+            return {"embeddings": np.empty((0, 0), dtype=np.float32) if self.as_array else []}
         queries = [self._query_text(text) for text in texts]
         embeddings = self._encode(queries, show_progress_bar=self.progress_bar)
-        return {"embeddings": embeddings.tolist()}
+        return {"embeddings": embeddings if self.as_array else embeddings.tolist()}

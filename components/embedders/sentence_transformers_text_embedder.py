@@ -36,7 +36,8 @@ class SentenceTransformersTextEmbedder(SentenceTransformersQueryEmbedderBase, Ha
     ```
     """
 
-    @component.output_types(embedding=list[float])
+    _output_socket = ("embedding", list[float])
+
     def run(self, text: str) -> dict[str, Any]:
         """Embed one query.
 
@@ -44,10 +45,10 @@ class SentenceTransformersTextEmbedder(SentenceTransformersQueryEmbedderBase, Ha
         model is loaded: a blank query would embed to a vector whose neighbours are arbitrary.
 
         :param text: The query: not blank, at most 1,048,576 characters, valid Unicode.
-        :returns: `{"embedding": list[float]}`.
+        :returns: `{"embedding": list[float]}` (a 1-d numpy array with `as_array`).
         :raises ValueError: `text` breaks the query rules of `components.checks` (same message as BM25 and the
             rankers, naming it `query`; a list is pointed to the batch embedder).
         """
         check_query(text)
         embeddings = self._encode([self._query_text(text)], show_progress_bar=self.progress_bar, use_pool=False)
-        return {"embedding": embeddings[0].tolist()}
+        return {"embedding": embeddings[0] if self.as_array else embeddings[0].tolist()}

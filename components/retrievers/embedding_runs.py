@@ -3,11 +3,15 @@
 FAISS and Milvus retrievers take the same inputs and give the same outputs; they differ only in how their store
 searches a batch of query embeddings, which each retriever class supplies as ``_search_embeddings``. The
 single-query retriever sends a batch of one.
+
+The embeddings may come as Python lists (Haystack's embedder protocol) or as one numpy array (our embedders with
+``as_array``): a pipeline deep-copies a list number by number before the retriever runs, an array in one call.
 """
 
 import asyncio
 from typing import Any
 
+import numpy as np
 from haystack import Document, component
 
 
@@ -26,21 +30,22 @@ class SingleEmbeddingRuns(EmbeddingSearch):
 
     @component.output_types(documents=list[Document])
     def run(
-        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
+        self, query_embedding: list[float] | np.ndarray, filters: dict[str, Any] | None = None, top_k: int | None = None
     ) -> dict[str, list[Document]]:
         """
         Retrieve the documents nearest to ``query_embedding``.
 
-        :param query_embedding: the query's embedding, as long as the store's vectors.
+        :param query_embedding: the query's embedding, as long as the store's vectors (a list or a 1-d array).
         :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
         :param top_k: overrides the init ``top_k``, in [1, 10000].
         :returns: ``{"documents": [...]}``, best first, at most ``top_k``.
         """
-        return {"documents": self._search_embeddings([query_embedding], "query_embedding", filters, top_k)[0]}
+        one = query_embedding[np.newaxis] if isinstance(query_embedding, np.ndarray) else [query_embedding]
+        return {"documents": self._search_embeddings(one, "query_embedding", filters, top_k)[0]}
 
     @component.output_types(documents=list[Document])
     async def run_async(
-        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
+        self, query_embedding: list[float] | np.ndarray, filters: dict[str, Any] | None = None, top_k: int | None = None
     ) -> dict[str, list[Document]]:
         """Same as ``run``, in a worker thread so that the event loop keeps serving other requests."""
         return await asyncio.to_thread(self.run, query_embedding=query_embedding, filters=filters, top_k=top_k)
@@ -51,12 +56,15 @@ class BatchEmbeddingRuns(EmbeddingSearch):
 
     @component.output_types(documents=list[list[Document]])
     def run(
-        self, query_embeddings: list[list[float]], filters: dict[str, Any] | None = None, top_k: int | None = None
+        self,
+        query_embeddings: list[list[float]] | np.ndarray,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
     ) -> dict[str, list[list[Document]]]:
         """
         Retrieve the nearest documents for each query embedding, all in one store call.
 
-        :param query_embeddings: one embedding per query, all as long as the store's vectors.
+        :param query_embeddings: one embedding per query, all as long as the store's vectors (lists or a 2-d array).
         :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
         :param top_k: overrides the init ``top_k``, in [1, 10000].
         :returns: ``{"documents": [[...], ...]}``, one best-first list per query, in query order.
@@ -65,7 +73,10 @@ class BatchEmbeddingRuns(EmbeddingSearch):
 
     @component.output_types(documents=list[list[Document]])
     async def run_async(
-        self, query_embeddings: list[list[float]], filters: dict[str, Any] | None = None, top_k: int | None = None
+        self,
+        query_embeddings: list[list[float]] | np.ndarray,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
     ) -> dict[str, list[list[Document]]]:
         """Same as ``run``, in a worker thread so that the event loop keeps serving other requests."""
         return await asyncio.to_thread(self.run, query_embeddings=query_embeddings, filters=filters, top_k=top_k)

@@ -11,8 +11,14 @@ from components.retrievers.retriever_common import StoreRetrieverBase
 from components.stores.faiss.document_store import FAISSDocumentStore
 
 
-def query_matrix(embeddings: list[list[float]], name: str) -> np.ndarray:
+def query_matrix(embeddings: list[list[float]] | np.ndarray, name: str) -> np.ndarray:
     """Stack query embeddings into a float32 (Q, dim) matrix; ValueError naming the first ragged one."""
+    if isinstance(embeddings, np.ndarray):
+        if embeddings.ndim != 2 or not embeddings.shape[1]:
+            raise ValueError(f"{name} must be a (queries, dim) array with dim >= 1, got shape {embeddings.shape}")
+        if not np.issubdtype(embeddings.dtype, np.number):
+            raise ValueError(f"{name} must hold numbers only, got dtype {embeddings.dtype}")
+        return embeddings.astype(np.float32, copy=False)
     for position, embedding in enumerate(embeddings):
         if len(embedding) != len(embeddings[0]) or not len(embedding):
             raise ValueError(
@@ -51,7 +57,7 @@ class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
         self.return_embedding = return_embedding
 
     def _search_embeddings(
-        self, embeddings: list[list[float]], name: str, filters: dict[str, Any] | None, top_k: int | None
+        self, embeddings: list[list[float]] | np.ndarray, name: str, filters: dict[str, Any] | None, top_k: int | None
     ) -> list[list[Document]]:
         """
         One FAISS call for all query embeddings, with this run's filters and top_k.
@@ -60,7 +66,7 @@ class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
         :returns: one best-first list per embedding, in order (none for no embeddings).
         """
         filters, top_k = self._run_settings(filters, top_k)
-        if not embeddings:
+        if not len(embeddings):
             return []
         queries = query_matrix(embeddings, name)
         return self.document_store.search(queries, top_k, filters=filters, return_embedding=self.return_embedding)

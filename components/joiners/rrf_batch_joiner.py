@@ -1,0 +1,100 @@
+"""RRFBatchJoiner: Haystack's reciprocal rank fusion (DocumentJoiner) of dense and BM25 hits, read from Candidates.
+
+The rrf batch pipeline's last stage. For each query it gives exactly what ``DocumentJoiner(join_mode=
+"reciprocal_rank_fusion")`` gives for that query's two lists in rrf_search.yaml (which receives the BM25 list
+first: Haystack runs ready components in name order): the same scores (k = 61, per-list weights), the same order
+(ties keep first-seen order) and, for a passage found by both, the dense side's document. It takes the hits as
+:class:`~components.retrievers.candidates.Candidates`, which Haystack passes on without copying each Document, and
+builds Documents only for the ``top_k`` it returns.
+"""
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from components.checks import check_top_k
+from components.joiners.candidate_sides import sides
+from components.retrievers.candidates import Candidates, Side
+
+RRF_K = 61  # Haystack's constant: the paper's 60, plus 1 for 0-based ranks
+
+
+@component
+class RRFBatchJoiner:
+    """
+    Reciprocal rank fusion of dense and BM25 candidates, one fused list per query.
+
+    Each passage scores ``sum over lists of (weight * n) / (61 + rank)``, divided by ``n / 61`` (n = number of
+    lists), as in Haystack's ``DocumentJoiner``; output documents are new, best first, with that ``score``.
+
+    ```python
+    joiner = RRFBatchJoiner(top_k=10)
+    joiner.run(dense_candidates=dense, sparse_candidates=sparse)["documents"]
+    ```
+    """
+
+    def __init__(self, top_k: int = 10, weights: dict[str, float] | None = None) -> None:
+        """
+        :param top_k: documents per query, in [1, 10000].
+        :param weights: weight of each side, ``{"dense": ..., "sparse": ...}`` (non-negative, not both 0; they are
+            normalised to sum 1); None weighs both equally.
+        :raises ValueError: for ``top_k`` out of range or bad weights (the message names the value).
+        """
+        self.top_k = check_top_k(top_k)
+        if weights is not None:
+            if not isinstance(weights, dict) or set(weights) != {"dense", "sparse"}:
+                raise ValueError(f"weights must be None or {{'dense': w, 'sparse': w}}, got {weights!r}")
+            values = list(weights.values())
+            if any(isinstance(w, bool) or not isinstance(w, (int, float)) or not w >= 0 for w in values):
+                raise ValueError(f"weights must be numbers >= 0, got {weights!r}")
+            if sum(values) == 0:
+                raise ValueError("weights must not sum to zero")
+        self.weights = weights
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the joiner's settings."""
+        return default_to_dict(self, top_k=self.top_k, weights=self.weights)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RRFBatchJoiner":
+        """Rebuild from ``to_dict`` output."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[list[Document]])
+    def run(
+        self,
+        dense_candidates: Candidates | None = None,
+        sparse_candidates: Candidates | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, list[list[Document]]]:
+        """
+        Fuse each query's candidates by reciprocal rank and keep its best ``top_k``.
+
+        :param dense_candidates: a dense retriever's candidates, one list per query.
+        :param sparse_candidates: a BM25 retriever's candidates, one list per query.
+        :param top_k: how many to return per query (1..10000); defaults to the init value.
+        :returns: ``{"documents": [[...], ...]}``, one list per query, best first.
+        :raises ValueError: for a bad ``top_k``, two sides with different numbers of queries, or a side that came
+            through the other side's socket.
+        """
+        top_k = self.top_k if top_k is None else check_top_k(top_k)
+        count = len(dense_candidates if dense_candidates is not None else sparse_candidates or [])
+        # DocumentJoiner in rrf_search.yaml gets the BM25 list first (see the module docstring).
+        connected = sides(count, dense_candidates, sparse_candidates)[::-1]
+        return {"documents": [self._fuse_query(q, connected, top_k) for q in range(count)]}
+
+    def _fuse_query(self, q: int, connected: list[tuple[Side, Candidates]], top_k: int) -> list[Document]:
+        """DocumentJoiner's ``_reciprocal_rank_fusion`` for query ``q``, then its stable sort by score and cut."""
+        n = len(connected)
+        total = sum(self.weights.values()) if self.weights else 0.0
+        scores: dict[str, float] = {}
+        last: dict[str, tuple[Candidates, int]] = {}  # DocumentJoiner keeps the last list's document of a passage
+        for side, candidates in connected:
+            weight = self.weights[side] / total if self.weights else 1 / n
+            for rank, doc_id in enumerate(candidates.ids(q)):
+                scores[doc_id] = scores.get(doc_id, 0) + (weight * n) / (RRF_K + rank)
+                last[doc_id] = (candidates, rank)
+        for doc_id in scores:
+            scores[doc_id] /= n / RRF_K
+        best = sorted(scores, key=scores.__getitem__, reverse=True)[:top_k]
+        return [last[doc_id][0].document(q, last[doc_id][1], score=scores[doc_id]) for doc_id in best]

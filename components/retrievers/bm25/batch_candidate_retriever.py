@@ -1,0 +1,47 @@
+"""BM25BatchCandidateRetriever: the BM25 half of a hybrid search, handed to the fusion stage as Candidates."""
+
+import asyncio
+from typing import Any
+
+from haystack import component
+
+from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
+from components.retrievers.candidates import Candidates
+
+
+@component
+class BM25BatchCandidateRetriever(BM25BatchRetriever):
+    """
+    Scores many queries in one bm25s call, like ``BM25BatchRetriever`` (same parameters), and emits the hits as one
+    :class:`~components.retrievers.candidates.Candidates` (``side="sparse"``) instead of Document lists.
+
+    A fusion stage (``components.joiners``) then receives them without Haystack's per-Document deep copy and
+    returns only its top documents. Hits, scores and ``meta["retrieval_type"] = "sparse"`` are exactly those of
+    ``BM25BatchRetriever``.
+
+    ```python
+    candidates = BM25BatchCandidateRetriever(store, top_k=100).run(queries=["first", "second"])["candidates"]
+    ```
+    """
+
+    @component.output_types(candidates=Candidates)
+    def run(  # type: ignore[override]  # same inputs, the hits as Candidates
+        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, Candidates]:
+        """
+        Retrieve the best documents for every query.
+
+        :param queries: Query texts, each not blank, at most 1,048,576 characters, valid Unicode.
+        :param filters: Metadata filters for this batch, combined with the init filters per ``filter_policy``.
+        :param top_k: Maximum number of documents per query (default: the init ``top_k``), in [1, 10000].
+        :returns: ``{"candidates": Candidates}``: one best-first list per query, in query order.
+        :raises ValueError: If a query (named ``queries[i]``) or ``top_k`` breaks the rules of ``components.checks``.
+        """
+        return {"candidates": Candidates(self._retrieve(queries, filters, top_k), "sparse")}
+
+    @component.output_types(candidates=Candidates)
+    async def run_async(  # type: ignore[override]
+        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, Candidates]:
+        """Same as ``run``, in a worker thread so the event loop stays free while BM25 scores."""
+        return await asyncio.to_thread(self.run, queries, filters, top_k)
