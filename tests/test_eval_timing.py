@@ -5,6 +5,7 @@ CLI, bm25s indexes (no model to load, so each eval takes seconds). No test asser
 figures exist, are consistent, and that the index was (or was not) rebuilt.
 """
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from needle.cli import main
+from needle.eval.index_reuse import fits
 from needle.eval.timing import BATCH, latency_sample, time_searches
 from needle.index_dir import IndexManifest, NeedleError
 from needle.search import Searcher
@@ -158,3 +160,31 @@ def test_scores_come_from_the_batch_pass_and_every_query_is_also_timed_alone(dat
     assert rankings == {qid: [d.id for d in docs] for qid, docs in zip(queries, expected, strict=True)}
     assert timings.latency_queries == 130
     assert 0 < timings.latency_p50_ms <= timings.latency_p99_ms
+
+
+FIT = IndexManifest(
+    corpus="corpus.jsonl", documents=3, modes=["dense", "bm25"], model="m", dim=4, bm25_lang="en",
+    corpus_sha256="a" * 64,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "mode"),
+    [
+        ({"corpus_sha256": "b" * 64}, "bm25"),  # another corpus content
+        ({"corpus_sha256": None}, "bm25"),  # a manifest from before the hash
+        ({"modes": ["dense"]}, "hybrid"),  # a part the mode searches is missing
+        ({"model": "other"}, "dense"),  # queries would be embedded by another model
+        ({"dense_index": {"type": "hnsw", "m": 32}}, "rrf"),  # eval builds a flat (exact) dense part
+        ({"embedder": {"backend": "openai"}}, "dense"),  # another embedding backend
+        ({"bm25_lang": "zh"}, "bm25"),  # another tokenizer
+        ({"store": "milvus"}, "bm25"),  # another store than asked for
+    ],
+)
+def test_an_index_that_a_fresh_eval_build_would_not_equal_is_not_reused(change: dict, mode: str) -> None:
+    assert fits(FIT, "a" * 64, mode, "m", "faiss")
+    assert not fits(dataclasses.replace(FIT, **change), "a" * 64, mode, "m", "faiss")
+
+
+def test_bm25_reuses_an_index_whose_dense_part_has_another_model() -> None:
+    assert fits(dataclasses.replace(FIT, model="other"), "a" * 64, "bm25", "m", "faiss")
