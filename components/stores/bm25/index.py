@@ -46,6 +46,7 @@ class IndexSnapshot:
     main: MainSegment | None
     alive: np.ndarray  # the main segment's live rows; empty without a main segment
     delta: DeltaSegment | None
+    deleted: bool = False  # whether any main row is deleted (``alive`` has a False), known without a scan
 
     def search(
         self,
@@ -67,7 +68,7 @@ class IndexSnapshot:
         if self.main is None:
             return [NO_HITS] * len(ids)
         mask = None
-        if accept is not None or not bool(self.alive.all()):
+        if accept is not None or self.deleted:
             mask = self.alive if accept is None else self.alive & accept
         return self.main.search(ids, k, mask, n_threads)
 
@@ -166,7 +167,8 @@ class BM25Index:
                     list(self._delta), list(self._delta.values()), self._main, len(self._vocab), self.params
                 )
                 self.delta_builds += 1
-            return IndexSnapshot(self._version, self._vocab, self._main, self._alive, self._view)
+            deleted = self._main is not None and len(self._row_of) < self._main.n_docs
+            return IndexSnapshot(self._version, self._vocab, self._main, self._alive, self._view, deleted)
 
     def compact(self) -> None:
         """Rebuild the main segment over the live documents only; the delta and the deletion mask empty."""

@@ -35,7 +35,7 @@ def _jit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     return decorate
 
 
-@_jit(nogil=True)
+@_jit(nogil=True, inline="always")
 def _tfc(method: int, tf: float, dl: float, avgdl: float, k1: float, b: float, delta: float) -> float:
     """bm25s' term-frequency component (``bm25s.scoring._score_tfc_*``), same operations in the same order."""
     if method == 2:  # bm25s multiplies its float32 tf array by k1 + 1 in float32
@@ -104,7 +104,7 @@ def weight_matrix(
     return data, indices, indptr
 
 
-@_jit(nogil=True)
+@_jit(nogil=True, inline="always")
 def _worse(score_a: float, row_a: int, score_b: float, row_b: int) -> bool:
     """Whether hit a ranks after hit b: a lower score, or an equal one on a later row."""
     return score_a < score_b or (score_a == score_b and row_a > row_b)
@@ -126,6 +126,31 @@ def _sift_down(scores: np.ndarray, rows: np.ndarray, size: int, pos: int) -> Non
         pos = child
 
 
+@_jit(nogil=True, inline="always")
+def _enters(scores: np.ndarray, rows: np.ndarray, size: int, score: float, row: int) -> bool:
+    """Whether a hit belongs among the best ``len(scores)`` kept so far (checked before calling ``_offer``)."""
+    return size < len(scores) or score > scores[0] or (score == scores[0] and row < rows[0])
+
+
+@_jit(nogil=True)
+def _offer(scores: np.ndarray, rows: np.ndarray, size: int, score: float, row: int) -> int:
+    """Put a hit into the heap of the best ``len(scores)`` (worst at the root); returns the new size."""
+    if size < len(scores):
+        scores[size], rows[size] = score, row
+        pos = size
+        while pos > 0:  # sift the new hit up while it is worse than its parent
+            parent = (pos - 1) >> 1
+            if not _worse(scores[pos], rows[pos], scores[parent], rows[parent]):
+                break
+            scores[pos], scores[parent] = scores[parent], scores[pos]
+            rows[pos], rows[parent] = rows[parent], rows[pos]
+            pos = parent
+        return size + 1
+    scores[0], rows[0] = score, row  # replaces the worst kept (``_enters`` said it is better)
+    _sift_down(scores, rows, size, 0)
+    return size
+
+
 @_jit(nogil=True)
 def _one_query(
     data: np.ndarray,
@@ -136,43 +161,49 @@ def _one_query(
     base: np.float32,
     floor: np.float32,
     acc: np.ndarray,
-    seen: np.ndarray,
-    touched: np.ndarray,
     out_scores: np.ndarray,
     out_rows: np.ndarray,
 ) -> int:
-    """Best hits of one query into ``out_*`` (best first); returns how many. Leaves ``acc``/``seen`` zeroed."""
-    n_touched = 0
+    """
+    Best hits of one query into ``out_*`` (best first); returns how many. ``acc`` must be zeroed; it is left so.
+
+    A row the query's terms do not reach keeps ``acc`` 0, and so does one whose weights sum to 0: neither can
+    beat ``floor`` (>= ``base``), since weights are never negative. So the second pass visits each reached row
+    once by zeroing it as it goes, over the postings again; or, when the postings outnumber a quarter of the
+    rows, scans every row (sequential reads beat that many random ones).
+    """
+    postings = 0
     for term in query:
-        for j in range(indptr[term], indptr[term + 1]):
-            row = indices[j]
-            if not seen[row]:
-                seen[row] = True
-                touched[n_touched] = row
-                n_touched += 1
-            acc[row] += data[j]
-    k, size = len(out_scores), 0
+        start, end = indptr[term], indptr[term + 1]
+        postings += end - start
+        for j in range(start, end):
+            acc[indices[j]] += data[j]
     use_mask = len(mask) > 0
-    for i in range(n_touched):
-        row = touched[i]
-        score = acc[row] + base
-        acc[row], seen[row] = 0, False
-        if score <= floor or (use_mask and not mask[row]):
-            continue
-        if size < k:
-            out_scores[size], out_rows[size] = score, row
-            size += 1
-            pos = size - 1
-            while pos > 0:  # sift the new hit up towards the root (the worst)
-                parent = (pos - 1) >> 1
-                if not _worse(out_scores[pos], out_rows[pos], out_scores[parent], out_rows[parent]):
-                    break
-                out_scores[pos], out_scores[parent] = out_scores[parent], out_scores[pos]
-                out_rows[pos], out_rows[parent] = out_rows[parent], out_rows[pos]
-                pos = parent
-        elif _worse(out_scores[0], out_rows[0], score, row):
-            out_scores[0], out_rows[0] = score, row
-            _sift_down(out_scores, out_rows, size, 0)
+    size = 0
+    if postings * 4 < len(acc):
+        for term in query:
+            for j in range(indptr[term], indptr[term + 1]):
+                row = indices[j]
+                if acc[row] == 0:
+                    continue
+                score = acc[row] + base
+                acc[row] = 0
+                if (
+                    score > floor
+                    and not (use_mask and not mask[row])
+                    and _enters(out_scores, out_rows, size, score, row)
+                ):
+                    size = _offer(out_scores, out_rows, size, score, row)
+    else:  # rows ascend, so a full heap only takes strictly better scores: one predictable branch per row
+        k = len(out_scores)
+        threshold = floor
+        for row in range(len(acc)):
+            score = acc[row] + base
+            acc[row] = 0
+            if score > threshold and not (use_mask and not mask[row]):
+                size = _offer(out_scores, out_rows, size, score, row)
+                if size == k:
+                    threshold = max(floor, out_scores[0])
     for last in range(size - 1, 0, -1):  # heap sort: the worst goes to the end, leaving best first
         out_scores[0], out_scores[last] = out_scores[last], out_scores[0]
         out_rows[0], out_rows[last] = out_rows[last], out_rows[0]
@@ -191,8 +222,6 @@ def search_serial(
     bases: np.ndarray,
     floors: np.ndarray,
     acc: np.ndarray,
-    seen: np.ndarray,
-    touched: np.ndarray,
     k: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Top ``k`` (scores, rows, counts) of each query ``flat[pointers[i]:pointers[i + 1]]``, in this thread."""
@@ -201,9 +230,7 @@ def search_serial(
     counts = np.zeros(n, dtype=np.int64)
     for i in range(n):
         query = flat[pointers[i] : pointers[i + 1]]
-        counts[i] = _one_query(
-            data, indptr, indices, query, mask, bases[i], floors[i], acc, seen, touched, scores[i], rows[i]
-        )
+        counts[i] = _one_query(data, indptr, indices, query, mask, bases[i], floors[i], acc, scores[i], rows[i])
     return scores, rows, counts
 
 
@@ -226,11 +253,8 @@ def search_parallel(
     scores, rows = np.zeros((n, k), dtype=np.float32), np.zeros((n, k), dtype=np.int64)
     counts = np.zeros(n, dtype=np.int64)
     for chunk in prange(n_chunks):
-        acc, seen = np.zeros(n_docs, dtype=np.float32), np.zeros(n_docs, dtype=np.bool_)
-        touched = np.empty(n_docs, dtype=np.int64)
+        acc = np.zeros(n_docs, dtype=np.float32)
         for i in range(chunk, n, n_chunks):
             query = flat[pointers[i] : pointers[i + 1]]
-            counts[i] = _one_query(
-                data, indptr, indices, query, mask, bases[i], floors[i], acc, seen, touched, scores[i], rows[i]
-            )
+            counts[i] = _one_query(data, indptr, indices, query, mask, bases[i], floors[i], acc, scores[i], rows[i])
     return scores, rows, counts

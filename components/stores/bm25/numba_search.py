@@ -1,9 +1,9 @@
 """Query scoring of a bm25s weight matrix with our cached numba kernels (the store's ``numba`` backend).
 
-A search sums the weights of the query terms' columns into a per-thread buffer of one float per document,
-visiting only the rows those columns hold, and keeps the best ``k`` with a heap: its cost follows the
-postings of the query terms, not the number of documents. One thread reuses its buffers from query to query
-(the kernel leaves them zeroed); the parallel kernel gives each of numba's threads its own.
+A search sums the weights of the query terms' columns into a per-thread buffer of one float per document and
+keeps the best ``k`` with a heap, visiting only the rows those columns hold when they are few: its cost
+follows the postings of the query terms, not the number of documents. One thread reuses its buffer from
+query to query (the kernel leaves it zeroed); the parallel kernel gives each of numba's threads its own.
 """
 
 import os
@@ -59,9 +59,8 @@ class NumbaScorer:
         if threads > 1:
             scores, rows, counts = self._parallel(flat, pointers, mask, bases, floors, k, threads)
         else:
-            acc, seen, touched = self._buffers()
             scores, rows, counts = kernels.search_serial(
-                self.data, self.indptr, self.indices, flat, pointers, mask, bases, floors, acc, seen, touched, k
+                self.data, self.indptr, self.indices, flat, pointers, mask, bases, floors, self._buffer(), k
             )
         return [(rows[i, :c], scores[i, :c]) for i, c in enumerate(counts.tolist())]
 
@@ -86,14 +85,9 @@ class NumbaScorer:
             finally:
                 numba.set_num_threads(previous)
 
-    def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """This thread's score accumulator, seen flags and touched rows (zeroed; the kernel leaves them so)."""
-        buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = getattr(self._local, "buffers", None)
-        if buffers is None:
-            buffers = (
-                np.zeros(self.n_docs, dtype=np.float32),
-                np.zeros(self.n_docs, dtype=np.bool_),
-                np.empty(self.n_docs, dtype=np.int64),
-            )
-            self._local.buffers = buffers
-        return buffers
+    def _buffer(self) -> np.ndarray:
+        """This thread's score accumulator, one float per document (zeroed; the kernel leaves it so)."""
+        buffer: np.ndarray | None = getattr(self._local, "buffer", None)
+        if buffer is None:
+            buffer = self._local.buffer = np.zeros(self.n_docs, dtype=np.float32)
+        return buffer
