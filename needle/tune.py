@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
     tu.add_argument("dataset_dir", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
     tu.add_argument("--split", default="train", help="qrels split to fit on (default train)")
     tu.add_argument("--model", default=DEFAULT_MODEL, help="embedding model of the dense side")
-    tu.add_argument("--index-dir", help="index to tune (default: `needle eval`'s index of the corpus)")
+    tu.add_argument("--index-dir", help="index of the corpus to build or reuse and tune (default: `needle eval`'s)")
     tu.add_argument("--json", help="write the fitted values and the scores to this file (schema needle.tune/1)")
     tu.set_defaults(func=cmd_tune)
 
