@@ -14,11 +14,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from needle.fusion import Fusion, Mix, write_fusion
 from needle.index_dir import DEFAULT_MODEL
 from needle.index_generations import take_lock
+
+if TYPE_CHECKING:
+    from needle.eval import BeirDataset
+    from needle.fusion_fit import Candidates
 
 DEPTH = 100  # candidates per side, as the hybrid pipelines retrieve
 BATCH = 64  # queries per search call
@@ -73,7 +77,7 @@ def tune(dataset_dir: Path, *, split: str, model: str, index_dir: str | Path | N
     return report
 
 
-def fetch(index_dir: Path, dataset: Any) -> Any:
+def fetch(index_dir: Path, dataset: "BeirDataset") -> "Candidates":
     """Every query's dense and BM25 top 100 from the index's own pipelines, laid out for the fit."""
     from needle.fusion_fit import candidates
     from needle.search import Searcher
@@ -89,7 +93,7 @@ def fetch(index_dir: Path, dataset: Any) -> Any:
     return candidates(texts, sides[0], sides[1], [dataset.qrels[q] for q in dataset.queries])
 
 
-def scores(c: Any, mix: Mix, k: int, qrels: dict[str, dict[str, int]], ids: list[str]) -> dict[str, Any]:
+def scores(c: "Candidates", mix: Mix, k: int, qrels: dict[str, dict[str, int]], ids: list[str]) -> dict[str, Any]:
     """nDCG@10 of default and tuned mix and RRF on these candidates, scored by ``needle.eval.evaluate_run``."""
     from needle.eval import evaluate_run, run_from_rankings
     from needle.fusion_fit import mix_scores, rankings, rrf_scores
