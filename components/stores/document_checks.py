@@ -25,6 +25,25 @@ def check_document_list(documents: Any) -> list[Document]:
     return documents
 
 
+def document_dict(document: Document) -> dict[str, Any]:
+    """
+    ``document.to_dict(flatten=False)`` without its deep copy when there is no blob or sparse embedding: the
+    same keys and values in the same order, so the same JSON, at a fraction of the cost per document (a
+    million-passage write checks and saves every one). The values are the document's own: read, never change.
+    """
+    if document.blob is not None or document.sparse_embedding is not None:
+        return document.to_dict(flatten=False)
+    return {
+        "id": document.id,
+        "content": document.content,
+        "blob": None,
+        "meta": document.meta,
+        "score": document.score,
+        "embedding": document.embedding,
+        "sparse_embedding": None,
+    }
+
+
 def encode_document(document: Document, position: int) -> str:
     """
     The document as the JSON text a store saves (``Document.to_dict``, embedding left out).
@@ -32,7 +51,7 @@ def encode_document(document: Document, position: int) -> str:
     :raises ValueError: Naming ``documents[position] (id ...)`` and the field that is not valid Unicode or
         cannot be written as JSON.
     """
-    data = document.to_dict(flatten=False)
+    data = document_dict(document)
     data.pop("embedding", None)
     name = f"documents[{position}] (id {document.id!r})"
     try:

@@ -19,6 +19,7 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25.persistence import load_array
+from components.stores.document_checks import document_dict
 
 DOCUMENTS = "documents.jsonl"
 OFFSETS = "documents.offsets.npy"
@@ -37,7 +38,7 @@ def write_documents_file(directory: Path, documents: Iterable[Document]) -> None
     with open(directory / DOCUMENTS, "wb") as f:
         for i, document in enumerate(documents):
             try:
-                line = json.dumps(document.to_dict(flatten=False), ensure_ascii=False).encode("utf-8") + b"\n"
+                line = json.dumps(document_dict(document), ensure_ascii=False).encode("utf-8") + b"\n"
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"document #{i} (id {document.id}) cannot be saved as JSON: {exc}") from exc
             f.write(line)
