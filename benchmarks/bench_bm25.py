@@ -93,11 +93,14 @@ class RawBM25s:
         tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self.stemmer, show_progress=False)
         self.retriever.index(tokens, show_progress=False)
         self.index_seconds = time.perf_counter() - start
+        self.corpus = documents
 
     def search(self, queries: list[str], n_threads: int = 0) -> object:
-        """Tokenize ``queries`` and retrieve the top 10 of each, in one call."""
+        """Tokenize ``queries`` and retrieve the top 10 documents of each, in one call."""
         tokens = bm25s.tokenize(queries, stopwords="en", stemmer=self.stemmer, show_progress=False)
-        return self.retriever.retrieve(tokens, k=10, show_progress=False, n_threads=n_threads)
+        return self.retriever.retrieve(
+            tokens, corpus=self.corpus, k=10, show_progress=False, n_threads=n_threads, return_as="documents"
+        )
 
 
 def ours_index(documents: list[Document], backend: str) -> tuple[BM25DocumentStore, float]:
