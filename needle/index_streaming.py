@@ -9,8 +9,8 @@ the previous chunk stopped), the document embedder fills the embedding file chun
 what the stores hold in memory until they are saved (see the module's benchmark, bench_index_memory.py).
 
 The result is the one-shot build's, byte for byte for the embedding file: same rows, same document order, same
-ids, and a bad line in any chunk fails the build with the reader's ``file, line N`` error. One progress bar
-counts the corpus's documents (its non-blank lines, counted first without parsing).
+ids, and a bad line in any chunk fails the build with the reader's ``file, line N`` error. One progress bar (on
+a terminal) counts the corpus's documents (its non-blank lines, counted first without parsing).
 """
 
 import inspect
@@ -48,8 +48,10 @@ def streams(pipeline: Pipeline) -> bool:
 def run_chunked(pipeline: Pipeline, corpus: Path, chunk_size: int, desc: str) -> int:
     """
     Run an index PIPELINE (input ``reader.path``, output ``writer.documents_written``) over CORPUS in chunks of
-    CHUNK_SIZE documents, under one progress bar; returns the number of documents written. The caller saves the
-    writer's store (built with ``autosave`` off) once this returns.
+    CHUNK_SIZE documents, under one progress bar on a terminal (shown from the first chunk written on, so that an
+    error in the first chunk prints alone, and wiped on a later error; never in logs, whose error line must stand
+    alone); returns the number of documents written. The caller saves the writer's store (built with
+    ``autosave`` off) once this returns.
 
     :raises NeedleError: the corpus changed while it was read (another number of documents than counted).
     """
@@ -61,12 +63,21 @@ def run_chunked(pipeline: Pipeline, corpus: Path, chunk_size: int, desc: str) ->
     if embedder is not None:
         embedder.progress_bar = False  # type: ignore[attr-defined]  # one bar: ours
         chunk_size = aligned(chunk_size, getattr(embedder, "encode_chunk_size", 1))
-    written = 0
-    with tqdm(total=total, unit="docs", desc=desc) as bar:
+    written, bar = 0, None
+    try:
         for start in range(0, max(total, 1), chunk_size):
             inputs = chunk_inputs(corpus, start, chunk_size, total, embedder is not None)
             written += pipeline.run(inputs)["writer"]["documents_written"]
+            if bar is None:
+                bar = tqdm(total=total, unit="docs", desc=desc, disable=None)  # None: on a terminal only
             bar.update(min(chunk_size, total - start))
+    except BaseException:
+        if bar is not None:
+            bar.leave = False  # wiped, so that the error stands on a line of its own
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
     if written != total:
         raise NeedleError(f"{corpus} changed while it was indexed: {total} documents counted, {written} written")
     return written

@@ -212,7 +212,7 @@ def test_killed_streamed_build_leaves_the_old_index_answering(tiny_model: str, t
         proc.wait()
     assert subprocess.run(search, capture_output=True, text=True, check=True).stdout == expected
     small = write_corpus(tmp_path / "small.jsonl", 200, seed=7)
-    manifest = build_index(small, index, model=tiny_model, overwrite=False, bm25=True, chunk_size=64)
+    manifest = build_index(small, index, model=tiny_model, overwrite=True, bm25=True, chunk_size=64)
     assert manifest.documents == 200
     assert not list(index.glob("*.partial"))
 
@@ -229,13 +229,24 @@ def test_chunk_size_must_be_a_positive_integer(corpus: Path, tmp_path: Path, val
         build_index(corpus, tmp_path / "ix", model="m", overwrite=False, chunk_size=0)
 
 
+class Terminal(io.StringIO):
+    """Captured stderr that says it is a terminal, where `needle index` shows its progress bar."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def test_one_progress_bar_counts_the_whole_corpus(corpus: Path, tiny_model: str, tmp_path: Path) -> None:
-    err = io.StringIO()
+    err = Terminal()
     argv = ["index", str(corpus), "--out", str(tmp_path / "ix"), "--bm25", "--model", tiny_model, "--chunk-size", "300"]
     with contextlib.redirect_stderr(err):
         assert main(argv) == 0
     bars = re.findall(r"Indexing \((\w+)\):\s+\d+%\|[^|]*\|\s*\d+/(\d+) ", err.getvalue())
     assert {(part, int(total)) for part, total in bars} == {("dense", N), ("BM25", N)}
-    assert "Batches" not in err.getvalue()
+    assert "Batches" not in err.getvalue()  # no bar per chunk
     assert "Embedding" not in err.getvalue()
     assert f"{N}/{N} [" in err.getvalue()
+    logged = io.StringIO()  # not a terminal: no bar at all, as in logs
+    with contextlib.redirect_stderr(logged):
+        assert main([*argv[:3], str(tmp_path / "logged"), *argv[4:]]) == 0
+    assert "Indexing" not in logged.getvalue()

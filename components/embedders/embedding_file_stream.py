@@ -5,19 +5,20 @@ opens an :class:`EmbeddingFileStream` on the first chunk and finishes it on the 
 fingerprint sidecar end up byte for byte what ``embedding_file.save_embeddings`` writes for the whole corpus
 at once, and the reuse rule is the same (``embedding_file.load_or_encode``):
 
-* reuse: the existing file is memory-mapped and each chunk's rows are read from it. Its model and options and
+* reuse: each chunk's rows are read from the existing file. Its model and options and
   its row count are checked on the first chunk; the ids and texts digests can only be compared once every
   chunk was seen, so a file built from other texts of the same count is refused at the last chunk.
-* encode: the matrix is written into a temporary ``.npy`` beside the target, sized for ``total`` rows
-  (``numpy.lib.format.open_memmap``), then fsynced and renamed over the target, sidecar last, exactly as the
-  one-shot write does: a crash leaves the previous pair or a matrix without sidecar, never a partial file.
+* encode: the rows are appended to a temporary ``.npy`` beside the target, whose header (``np.save``'s) is
+  written for ``total`` rows with the first chunk, then fsynced and renamed over the target, sidecar last,
+  exactly as the one-shot write does: a crash leaves the previous pair or a matrix without sidecar, never a
+  partial file.
 """
 
 import os
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +37,11 @@ from components.embedders.embedding_file import (
 
 
 class EmbeddingFileStream:
-    """One embedding file being read (reuse) or written (encode) chunk by chunk, in corpus order."""
+    """One embedding file being read (reuse) or written (encode) chunk by chunk, in corpus order.
+
+    Rows go through plain sequential reads and writes, not a memory map, whose touched pages would count in
+    the process's resident memory for as long as it is mapped.
+    """
 
     def __init__(self, path: str | os.PathLike[str], overwrite: bool, settings: dict[str, Any], total: int) -> None:
         """
@@ -50,12 +55,17 @@ class EmbeddingFileStream:
         self._settings = settings
         self._ids, self._texts = StreamDigest(), StreamDigest()
         self._reuse = reusable(self.path, overwrite)
-        self._matrix: npt.NDArray[Any] | None = None
+        self._handle: BinaryIO | None = None  # reuse: the file read; encode: the temporary file written
+        self._dim = 0
         self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         if self._reuse:
             record = check_record(self.path, {"format": FORMAT_VERSION, **settings, "count": total})
-            self._matrix = load_matrix(self.path, mmap=True)
-            check_shape(self.path, self._matrix, record)
+            mapped = load_matrix(self.path, mmap=True)
+            check_shape(self.path, mapped, record)
+            self._dim = int(mapped.shape[1])
+            self._handle = self.path.open("rb")
+            self._handle.seek(int(getattr(mapped, "offset", 0)))  # past the .npy header: row 0
+            del mapped
 
     def rows(
         self, ids: Sequence[str], texts: Sequence[str], encode: Callable[[], npt.NDArray[Any]]
@@ -65,17 +75,20 @@ class EmbeddingFileStream:
             raise ValueError(f"a chunk of {len(ids)} documents at row {self.count} does not fit {self.total} rows")
         self._ids.update(ids)
         self._texts.update(texts)
-        start, self.count = self.count, self.count + len(ids)
+        self.count += len(ids)
         if self._reuse:
-            assert self._matrix is not None  # mapped in __init__
-            return np.array(self._matrix[start : self.count], dtype=np.float32)
+            assert self._handle is not None  # opened in __init__
+            data = self._handle.read(len(ids) * self._dim * 4)
+            return np.frombuffer(data, dtype="<f4").reshape(len(ids), self._dim).astype(np.float32)
         chunk = np.asarray(encode())
         if chunk.ndim != 2 or chunk.dtype != np.float32 or len(chunk) != len(ids):
             raise ValueError(f"embeddings must be 2-D float32 with {len(ids)} rows, got {chunk.dtype} {chunk.shape}")
-        if self._matrix is None:
-            shape = (self.total, chunk.shape[1])
-            self._matrix = np.lib.format.open_memmap(self._tmp, mode="w+", dtype=np.float32, shape=shape)
-        self._matrix[start : self.count] = chunk
+        if self._handle is None:
+            self._dim = int(chunk.shape[1])
+            self._handle = self._tmp.open("wb")
+            header = {"descr": "<f4", "fortran_order": False, "shape": (self.total, self._dim)}
+            np.lib.format.write_array_header_1_0(self._handle, header)  # np.save's header for this shape
+        self._handle.write(np.ascontiguousarray(chunk, dtype="<f4").tobytes())
         return chunk
 
     def fingerprint(self) -> dict[str, Any]:
@@ -95,24 +108,25 @@ class EmbeddingFileStream:
         """
         if self.count != self.total:
             raise ValueError(f"the embedding file got {self.count} of its {self.total} rows")
-        matrix, self._matrix = self._matrix, None
+        handle, self._handle = self._handle, None
+        assert handle is not None  # total >= 1 rows went through it
         if self._reuse:
+            handle.close()
             check_record(self.path, self.fingerprint())
             return
-        assert isinstance(matrix, np.memmap)  # total >= 1 rows were written into it
-        dim = int(matrix.shape[1])
-        matrix.flush()
-        del matrix
-        with self._tmp.open("rb+") as handle:
+        with handle:
+            handle.flush()
             os.fsync(handle.fileno())
         sidecar_path(self.path).unlink(missing_ok=True)
         os.replace(self._tmp, self.path)
         fsync_directory(self.path.parent)
-        write_sidecar(self.path, self.fingerprint(), dim)
+        write_sidecar(self.path, self.fingerprint(), self._dim)
 
     def close(self) -> None:
-        """Give up the stream: drop the mapping and remove the temporary file (a no-op after ``finish``)."""
-        self._matrix = None
+        """Give up the stream: close its file and remove the temporary one (a no-op after ``finish``)."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
         self._tmp.unlink(missing_ok=True)
 
 
