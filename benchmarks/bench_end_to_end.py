@@ -21,6 +21,7 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -198,6 +199,8 @@ def run(size: str = "small") -> list[dict[str, Any]]:
             note_1 = f"{note}; median latency ours {ours_1 * 1e3:.2f} ms, raw {raw_1 * 1e3:.2f} ms"
             rows.append(row(f"{mode} single query ({shape})", ours_1, raw_1, 1, note_1))
             rows.append(row(f"{mode} batch of {len(queries)} ({shape})", ours_n, raw_n, len(queries), note))
+            for done in rows[-2:]:  # progress: a full run takes minutes on a busy machine
+                print(f"{done['benchmark']}: x{done['ratio']:.2f}", file=sys.stderr, flush=True)
         return rows
 
 
