@@ -164,8 +164,8 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         Load the index and the tokenizer now; idempotent.
 
         With ``backend="numba"`` this also loads (or, the first time on this machine, compiles) the numba
-        kernels used for ``n_threads`` (serial for 0 or 1, parallel otherwise), with and without a
-        filter/deletion mask, instead of during the first queries.
+        kernels, with and without a filter/deletion mask, instead of during the first queries; ``n_threads``
+        also starts the threads a batch search on that many threads uses.
         """
         index = self._ready()
         self._tokenizer.warm_up()
@@ -301,7 +301,7 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         back when that many match and share a term with the query.
         Each hit is a new Document with ``score`` set and ``meta["retrieval_type"] = "sparse"``.
 
-        :param n_threads: Threads for bm25s (0 = this thread, -1 = all cores).
+        :param n_threads: Threads scoring the batch (0 = this thread, -1 = all cores).
         :raises ValueError: If a query is not a non-blank valid-Unicode string of at most 1,048,576 characters,
             or top_k is not an integer in [1, 10000] (``components.checks``).
         :raises FilterError: If ``filters`` is not in Haystack's filter syntax.

@@ -18,7 +18,6 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba import prange
 
 METHOD_CODES = {"robertson": 0, "lucene": 1, "atire": 2, "bm25l": 3, "bm25+": 4}
 
@@ -231,30 +230,4 @@ def search_serial(
     for i in range(n):
         query = flat[pointers[i] : pointers[i + 1]]
         counts[i] = _one_query(data, indptr, indices, query, mask, bases[i], floors[i], acc, scores[i], rows[i])
-    return scores, rows, counts
-
-
-@_jit(parallel=True)
-def search_parallel(
-    data: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    flat: np.ndarray,
-    pointers: np.ndarray,
-    mask: np.ndarray,
-    bases: np.ndarray,
-    floors: np.ndarray,
-    n_docs: int,
-    k: int,
-    n_chunks: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``search_serial`` with the queries split into ``n_chunks`` run on numba's threads, each with its buffers."""
-    n = len(pointers) - 1
-    scores, rows = np.zeros((n, k), dtype=np.float32), np.zeros((n, k), dtype=np.int64)
-    counts = np.zeros(n, dtype=np.int64)
-    for chunk in prange(n_chunks):
-        acc = np.zeros(n_docs, dtype=np.float32)
-        for i in range(chunk, n, n_chunks):
-            query = flat[pointers[i] : pointers[i + 1]]
-            counts[i] = _one_query(data, indptr, indices, query, mask, bases[i], floors[i], acc, scores[i], rows[i])
     return scores, rows, counts
