@@ -119,8 +119,9 @@ def compile_numba_paths(documents: list[Document], backend: str) -> None:
     tiny.warm_up()
     tiny.warm_up(n_threads=-1)
     raw = RawBM25s(documents[:20], backend)
-    raw.search(["a b"])
-    raw.search(["a b", "c d"], n_threads=-1)
+    texts = [d.content or "" for d in documents[:2]]
+    raw.search(texts[:1])
+    raw.search(texts, n_threads=-1)
 
 
 def compare_backend(documents: list[Document], queries: list[str], backend: str, size: str) -> list[dict]:

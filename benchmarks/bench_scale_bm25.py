@@ -84,7 +84,9 @@ def child(args: list[str]) -> tuple[str, float, float]:
         proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise RuntimeError(f"{' '.join(args)} exited with {proc.returncode}")
-    return stdout, time.perf_counter() - start, usage.ru_maxrss / 2**20
+    wall, rss = time.perf_counter() - start, usage.ru_maxrss / 2**20
+    print(f"{' '.join(args[1:3])}: {stdout.strip() or '-'} s inside, {wall:.1f} s wall, {rss:.2f} GiB", file=sys.stderr)
+    return stdout, wall, rss
 
 
 def index_rows(corpus: Path, work: Path, n: int) -> list[dict]:
