@@ -58,8 +58,15 @@ class BM25BatchRetriever(StoreRetrieverBase[BM25DocumentStore]):
         self.n_threads = n_threads
 
     def warm_up(self) -> None:
-        """Load the store's index and tokenizer (and compile numba's parallel scorer) now, not on the first batch."""
-        self.document_store.warm_up(n_threads=self.n_threads)
+        """
+        Load the store's index and tokenizer (and compile numba's scorers: parallel for batches, serial for a single
+        query) now, not on the first batch. Idempotent and cheap once done: ``Pipeline.run`` calls it every run.
+        """
+        if getattr(self, "_warm_store", None) is self.document_store:
+            return
+        for threads in dict.fromkeys((self.n_threads, 0)):
+            self.document_store.warm_up(n_threads=threads)
+        self._warm_store = self.document_store
 
     @component.output_types(documents=list[list[Document]])
     def run(

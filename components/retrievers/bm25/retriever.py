@@ -54,8 +54,14 @@ class BM25Retriever(StoreRetrieverBase[BM25DocumentStore]):
         self._set_common(document_store, filters, top_k, filter_policy)
 
     def warm_up(self) -> None:
-        """Load the store's index and tokenizer now rather than on the first query."""
+        """
+        Load the store's index and tokenizer now rather than on the first query. Idempotent and cheap once done:
+        ``Pipeline.run`` calls it every run (the store's own warm-up runs probe searches with numba).
+        """
+        if getattr(self, "_warm_store", None) is self.document_store:
+            return
         self.document_store.warm_up()
+        self._warm_store = self.document_store
 
     @component.output_types(documents=list[Document])
     def run(
