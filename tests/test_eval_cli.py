@@ -4,10 +4,10 @@ import json
 from pathlib import Path
 
 import pytest
+from beir_support import write_sample_corpus
 
 from needle.cli import main
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "python_docs.jsonl"
 QUERIES = {
     "q1": ("parse command line arguments and options", "argparse-0"),
     "q2": ("read and write ZIP archive files", "zipfile-0"),
@@ -22,12 +22,7 @@ QUERIES = {
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A BEIR dir: the first passage of every sample module as corpus, six queries with one relevant each."""
     root = tmp_path_factory.mktemp("beir") / "pydocs"
-    (root / "qrels").mkdir(parents=True)
-    with SAMPLE.open() as src, (root / "corpus.jsonl").open("w") as dst:
-        for line in src:
-            row = json.loads(line)
-            if row["id"].endswith("-0"):
-                dst.write(json.dumps({"_id": row["id"], "title": row["title"], "text": row["contents"]}) + "\n")
+    write_sample_corpus(root)
     with (root / "queries.jsonl").open("w") as f:
         for qid, (text, _) in QUERIES.items():
             f.write(json.dumps({"_id": qid, "text": text}) + "\n")

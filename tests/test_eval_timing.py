@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from beir_support import write_sample_corpus
 
 from needle.cli import main
 from needle.eval.index_reuse import fits
@@ -18,7 +19,6 @@ from needle.eval.timing import BATCH, latency_sample, time_searches
 from needle.index_dir import IndexManifest, NeedleError
 from needle.search import Searcher
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "python_docs.jsonl"
 QUERIES = {"q1": ("read and write ZIP archive files", "zipfile-0"), "q2": ("gzip compressed files", "gzip-0")}
 
 
@@ -26,12 +26,7 @@ QUERIES = {"q1": ("read and write ZIP archive files", "zipfile-0"), "q2": ("gzip
 def dataset(tmp_path: Path) -> Path:
     """A BEIR dir of the sample's first passages, two judged queries and one unjudged; tests may edit it."""
     root = tmp_path / "pydocs"
-    (root / "qrels").mkdir(parents=True)
-    with SAMPLE.open() as src, (root / "corpus.jsonl").open("w") as dst:
-        for line in src:
-            row = json.loads(line)
-            if row["id"].endswith("-0"):
-                dst.write(json.dumps({"_id": row["id"], "title": row["title"], "text": row["contents"]}) + "\n")
+    write_sample_corpus(root)
     queries = [{"_id": qid, "text": text} for qid, (text, _) in QUERIES.items()] + [{"_id": "u", "text": "unjudged"}]
     (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     rows = "".join(f"{qid}\t{doc}\t1\n" for qid, (_, doc) in QUERIES.items())

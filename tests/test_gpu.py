@@ -5,7 +5,6 @@ queries, query batches and a corpus written to an embedding file; a pipeline sav
 onto the GPU, and one saved without it (the device resolved on this machine) does not pin a GPU for others.
 """
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 import torch
 from haystack import Document
 from haystack.utils import ComponentDevice
+from tiny_bert import build_bert
 
 from components.embedders.embedder_factory import embedder_spec
 from components.embedders.sentence_transformers_batch_text_embedder import SentenceTransformersBatchTextEmbedder
@@ -21,26 +21,14 @@ from components.embedders.sentence_transformers_text_embedder import SentenceTra
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-REPO = Path(__file__).resolve().parent.parent
 WORDS = "the a of to parse read write zip archive thread command line argument run function file json".split()  # noqa: SIM905
 TEXTS = ["parse the command line", "read and write a zip archive", "run a function in a thread", "json file"]
 CPU = ComponentDevice.from_str("cpu")
 
 
-def _build_bert(out: Path) -> Path:
-    """benchmarks/tiny_models.py's builder, loaded by path (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("tiny_models", REPO / "benchmarks" / "tiny_models.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    path: Path = module.build_bert(out, WORDS, layers=2, hidden=64, heads=4)
-    return path
-
-
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(_build_bert(tmp_path_factory.mktemp("gpu-model") / "bert"))
+    return str(build_bert(tmp_path_factory.mktemp("gpu-model") / "bert", WORDS, layers=2, hidden=64, heads=4))
 
 
 def _device_of(embedder: SentenceTransformersTextEmbedder | SentenceTransformersDocumentEmbedder) -> str:

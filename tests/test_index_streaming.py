@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from model_home import MODELS
+from tiny_bert import build_bert
 
 from components.stores.bm25.document_store import BM25DocumentStore
 from components.stores.faiss.document_store import FAISSDocumentStore
@@ -53,28 +54,8 @@ N = 1_100  # > 2 encode chunks of 512, and not a multiple of any chunk size used
 @pytest.fixture(scope="session")
 def tiny_model(minilm_path: str) -> str:
     """A 2-layer BERT with hidden size 32 (random, seeded), mean-pooled and normalised, with MiniLM's tokenizer."""
-    import torch
-    from sentence_transformers import SentenceTransformer, models
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
     target = MODELS / "tiny-bert-32-st"
-    if (target / "modules.json").is_file():
-        return str(target)
-    hf_dir = MODELS / "tiny-bert-32-hf"
-    tokenizer = AutoTokenizer.from_pretrained(minilm_path)
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-    )
-    BertModel(config).save_pretrained(hf_dir)
-    tokenizer.save_pretrained(hf_dir)
-    modules = [models.Transformer(str(hf_dir), max_seq_length=64), models.Pooling(32, "mean"), models.Normalize()]
-    SentenceTransformer(modules=modules).save(str(target))
-    return str(target)
+    return str(build_bert(target, tokenizer_from=minilm_path, hidden=32, heads=2, intermediate=64, max_seq_length=64))
 
 
 def write_corpus(path: Path, n: int, seed: int = 0, bad_line: int | None = None) -> Path:

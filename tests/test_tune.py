@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from beir_support import write_sample_corpus
 
 from needle import fusion_fit
 from needle.cli import main
@@ -16,7 +17,6 @@ from needle.index_generations import live_name, take_lock
 from needle.search import Searcher
 from needle.tune import fetch
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "python_docs.jsonl"
 # Judged as BM25 ranks them (its top hit), which the default mix (dense weight ~0.7) ranks lower for the first five:
 # the fit has to move weight to BM25, so the tuned values differ from the defaults.
 TRAIN = {
@@ -34,12 +34,7 @@ TEST = {"s1": ("zip files", "zipfile-0"), "s2": ("pattern matching on strings", 
 
 def write_dataset(root: Path, test_qrels: str | None = None) -> Path:
     """A BEIR dir: first passage of each sample module, TRAIN and TEST queries with one relevant passage each."""
-    (root / "qrels").mkdir(parents=True)
-    with SAMPLE.open() as src, (root / "corpus.jsonl").open("w") as dst:
-        for line in src:
-            row = json.loads(line)
-            if row["id"].endswith("-0"):
-                dst.write(json.dumps({"_id": row["id"], "title": row["title"], "text": row["contents"]}) + "\n")
+    write_sample_corpus(root)
     with (root / "queries.jsonl").open("w") as f:
         for qid, (text, _) in {**TRAIN, **TEST}.items():
             f.write(json.dumps({"_id": qid, "text": text}) + "\n")
