@@ -5,7 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_eval_cli import QUERIES, SAMPLE
+from beir_support import SAMPLE
+from test_eval_cli import QUERIES
 
 import needle.eval.command
 from needle.cli import main
