@@ -14,7 +14,9 @@ The file is data someone else wrote: it is parsed strictly (no NaN or Infinity, 
 the range the ranker accepts) and any problem is one line naming the file and the field. ``apply_fusion`` puts
 the values into a search pipeline's init parameters: every component whose template names the mix curve
 (``MixRetrieveRanker``, its batch twin, a batch mix joiner) takes ``mix``; an RRF component whose template names a
-``k`` takes ``rrf.k`` (Haystack's ``DocumentJoiner`` fixes k = 61 and names none, so it is left as it is).
+``k`` (``RRFBatchJoiner``, which ``needle search`` and ``needle eval`` run for ``--mode rrf``) takes ``rrf.k``.
+Haystack's ``DocumentJoiner`` in the single-query rrf_search.yaml fixes k = 61 and names none, and Milvus's own RRF
+(``rrf_k``, on 1-based ranks) is not a fitted value: both are left as they are.
 """
 
 import json
@@ -163,6 +165,12 @@ def write_fusion(index_dir: Path, fusion: Fusion) -> Path:
     return path
 
 
+def _is_rrf(spec: dict[str, Any]) -> bool:
+    """Whether a component spec is a reciprocal rank fusion whose ``k`` counts from 0 (ours, or a joiner's mode)."""
+    params = spec.get("init_parameters", {})
+    return str(spec.get("type", "")).endswith(".RRFBatchJoiner") or params.get("join_mode") == "reciprocal_rank_fusion"
+
+
 def apply_fusion(data: dict[str, Any], index_dir: Path) -> dict[str, Any]:
     """Fill a search pipeline dict's fusion parameters from DIR/fusion.json (unchanged when there is none)."""
     fusion = read_fusion(index_dir)
@@ -172,6 +180,6 @@ def apply_fusion(data: dict[str, Any], index_dir: Path) -> dict[str, Any]:
         params = spec.get("init_parameters", {})
         if set(MIX_KEYS) <= set(params):
             params.update(asdict(fusion.mix))
-        elif params.get("join_mode") == "reciprocal_rank_fusion" and "k" in params:
+        elif "k" in params and _is_rrf(spec):
             params["k"] = fusion.rrf_k
     return data

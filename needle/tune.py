@@ -130,10 +130,11 @@ def held_out(dataset_dir: Path, split: str, index_dir: Path, mix: Mix, k: int) -
 
 
 def rrf_takes_k() -> bool:
-    """Whether pipelines/rrf_search.yaml's fusion component names a ``k`` that fusion.json can set."""
+    """Whether the rrf pipeline `needle search` runs (rrf_batch_search.yaml) names a ``k`` that fusion.json sets."""
     from needle import pipeline_files as pf
 
-    return any("k" in spec.get("init_parameters", {}) for spec in pf.load_template("rrf_search")["components"].values())
+    specs = pf.load_template("rrf_batch_search")["components"].values()
+    return any("k" in spec.get("init_parameters", {}) for spec in specs)
 
 
 def format_report(report: dict[str, Any]) -> str:

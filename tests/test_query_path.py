@@ -173,6 +173,26 @@ def test_rrf_joiner_weights_match_document_joiner() -> None:
     assert shown(joined) == shown(expected["documents"])
 
 
+@pytest.mark.parametrize("k", [0, 1001, 2.5, True])
+def test_rrf_joiner_refuses_a_k_out_of_range(k: int) -> None:
+    with pytest.raises(ValueError, match=r"k must be an integer in \[1, 1000\]"):
+        RRFBatchJoiner(k=k)
+
+
+def test_rrf_joiner_k_sets_how_much_the_top_ranks_count() -> None:
+    dense = [Document(id=i, content=i, score=1.0, meta={"retrieval_type": "dense"}) for i in "paq"]
+    sparse = [Document(id=i, content=i, score=1.0, meta={"retrieval_type": "sparse"}) for i in "xyq"]
+    run = {"dense_candidates": Candidates([dense], "dense"), "sparse_candidates": Candidates([sparse], "sparse")}
+    # "q" is third in both lists, "p" and "x" first in one: a large k rewards agreement, a small k the top rank.
+    wide = RRFBatchJoiner(top_k=3, k=1000).run(**run)["documents"][0]
+    sharp = RRFBatchJoiner(top_k=3, k=1).run(**run)["documents"][0]
+    assert wide[0].id == "q"
+    assert wide[0].score == pytest.approx((1 / 1002 + 1 / 1002) / (2 / 1000))
+    assert [d.id for d in sharp] == ["x", "p", "q"]  # x and p tie at 1/1; the BM25 list is seen first
+    assert sharp[2].score == pytest.approx((1 / 3 + 1 / 3) / 2)
+    assert RRFBatchJoiner.from_dict(RRFBatchJoiner(k=7).to_dict()).k == 7
+
+
 def test_new_components_and_as_array_survive_yaml(index: Path) -> None:
     data = fill_search_pipeline(index, IndexManifest.load(index), "rrf_batch", 7)
     pipeline = pf.build(data)

@@ -82,6 +82,24 @@ def test_hybrid_search_ranks_as_the_offline_fit(tuned: tuple[Path, Path, dict]) 
     assert [[d.id for d in docs] for docs in searcher.search(list(dataset.queries.values()))] == expected
 
 
+def test_rrf_search_uses_the_fitted_k(tuned: tuple[Path, Path, dict], tmp_path: Path) -> None:
+    dataset_dir, index, _ = tuned
+    copy = tmp_path / "index"
+    shutil.copytree(index, copy)
+    fusion = read_fusion(copy)
+    assert fusion is not None
+    candidates = fetch(copy, load_beir(dataset_dir, "train"))
+    queries = list(load_beir(dataset_dir, "train").queries.values())
+
+    def expected(k: int) -> list[list[str]]:
+        return fusion_fit.rankings(candidates, fusion_fit.rrf_scores(candidates, k), 100, candidates.rrf_position)
+
+    assert expected(1) != expected(61)  # the constant matters on these lists: a joiner that ignored it would fail
+    with take_lock(copy):
+        write_fusion(copy, Fusion(fusion.mix, 1, fusion.fitted_on))
+    assert [[d.id for d in docs] for docs in Searcher(copy, mode="rrf", top_k=100).search(queries)] == expected(1)
+
+
 def test_live_generation_yaml_carries_the_tuned_mix(tuned: tuple[Path, Path, dict]) -> None:
     _, index, _ = tuned
     fusion = read_fusion(index)

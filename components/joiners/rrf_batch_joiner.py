@@ -6,6 +6,9 @@ first: Haystack runs ready components in name order): the same scores (k = 61, p
 (ties keep first-seen order) and, for a passage found by both, the dense side's document. It takes the hits as
 :class:`~components.retrievers.candidates.Candidates`, which Haystack passes on without copying each Document, and
 builds Documents only for the ``top_k`` it returns.
+
+Unlike DocumentJoiner it takes the RRF constant ``k`` as a parameter (61 by default, DocumentJoiner's fixed value),
+so that ``needle tune`` can set the value it fitted on a training split (DIR/fusion.json).
 """
 
 from typing import Any
@@ -17,6 +20,7 @@ from components.joiners.candidate_sides import sides
 from components.retrievers.candidates import Candidates, Side
 
 RRF_K = 61  # Haystack's constant: the paper's 60, plus 1 for 0-based ranks
+MAX_K = 1000
 
 
 @component
@@ -24,8 +28,9 @@ class RRFBatchJoiner:
     """
     Reciprocal rank fusion of dense and BM25 candidates, one fused list per query.
 
-    Each passage scores ``sum over lists of (weight * n) / (61 + rank)``, divided by ``n / 61`` (n = number of
-    lists), as in Haystack's ``DocumentJoiner``; output documents are new, best first, with that ``score``.
+    Each passage scores ``sum over lists of (weight * n) / (k + rank)``, divided by ``n / k`` (n = number of
+    lists), as in Haystack's ``DocumentJoiner`` (where k = 61); output documents are new, best first, with that
+    ``score``.
 
     ```python
     joiner = RRFBatchJoiner(top_k=10)
@@ -33,14 +38,19 @@ class RRFBatchJoiner:
     ```
     """
 
-    def __init__(self, top_k: int = 10, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, top_k: int = 10, weights: dict[str, float] | None = None, k: int = RRF_K) -> None:
         """
         :param top_k: documents per query, in [1, 10000].
         :param weights: weight of each side, ``{"dense": ..., "sparse": ...}`` (non-negative, not both 0; they are
             normalised to sum 1); None weighs both equally.
-        :raises ValueError: for ``top_k`` out of range or bad weights (the message names the value).
+        :param k: the RRF constant added to each 0-based rank, an integer in [1, 1000]; smaller values favour the
+            top of each list more.
+        :raises ValueError: for ``top_k`` or ``k`` out of range or bad weights (the message names the value).
         """
         self.top_k = check_top_k(top_k)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise ValueError(f"k must be an integer in [1, {MAX_K}], got {k!r}")
+        self.k = k
         if weights is not None:
             if not isinstance(weights, dict) or set(weights) != {"dense", "sparse"}:
                 raise ValueError(f"weights must be None or {{'dense': w, 'sparse': w}}, got {weights!r}")
@@ -53,7 +63,7 @@ class RRFBatchJoiner:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the joiner's settings."""
-        return default_to_dict(self, top_k=self.top_k, weights=self.weights)
+        return default_to_dict(self, top_k=self.top_k, weights=self.weights, k=self.k)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RRFBatchJoiner":
@@ -92,9 +102,9 @@ class RRFBatchJoiner:
         for side, candidates in connected:
             weight = self.weights[side] / total if self.weights else 1 / n
             for rank, doc_id in enumerate(candidates.ids(q)):
-                scores[doc_id] = scores.get(doc_id, 0) + (weight * n) / (RRF_K + rank)
+                scores[doc_id] = scores.get(doc_id, 0) + (weight * n) / (self.k + rank)
                 last[doc_id] = (candidates, rank)
         for doc_id in scores:
-            scores[doc_id] /= n / RRF_K
+            scores[doc_id] /= n / self.k
         best = sorted(scores, key=scores.__getitem__, reverse=True)[:top_k]
         return [last[doc_id][0].document(q, last[doc_id][1], score=scores[doc_id]) for doc_id in best]
