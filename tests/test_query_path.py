@@ -211,3 +211,18 @@ def test_new_components_and_as_array_survive_yaml(index: Path) -> None:
 def test_as_array_must_be_a_boolean() -> None:
     with pytest.raises(ValueError, match="as_array must be true or false"):
         SentenceTransformersBatchTextEmbedder(as_array="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("template", "feed"), [("bm25", QUERIES[0]), ("bm25_batch", QUERIES)])
+def test_a_one_component_pipeline_run_directly_answers_as_pipeline_run(index: Path, template: str, feed: Any) -> None:
+    data = fill_search_pipeline(index, IndexManifest.load(index), template, 7)
+    socket = "queries" if template.endswith("batch") else "query"
+    runner = pf.QueryPipeline(copy.deepcopy(data), template, socket, False)
+    assert runner.alone is runner.pipeline.get_component("retriever")  # the shortcut is taken, not Pipeline.run
+    expected = pf.build(data).run({"retriever": {socket: feed}})["retriever"]["documents"]
+    answers = runner.run(feed)  # never warmed up by the caller: the first direct run does it
+    pairs = zip(answers, expected, strict=True) if template.endswith("batch") else [(answers, expected)]
+    for ours, theirs in pairs:
+        assert shown(ours) == shown(theirs)
+    with pytest.raises(ValueError, match="empty"):
+        runner.run([""] if template.endswith("batch") else "")
