@@ -24,6 +24,7 @@ from components.stores.faiss.checks import (
     check_queries,
     stack_embeddings,
 )
+from components.stores.faiss.disk_document_table import DiskDocumentTable
 from components.stores.faiss.row_writes import RowWrites
 from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
@@ -45,7 +46,9 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
       squared Euclidean distance (0 is an identical vector).
     - With ``path`` set, the store lives in that directory (``components.stores.crash_safe_generations``),
       is loaded lazily on first use, and with ``autosave`` every mutating call ends with a save. Each mutating
-      call is all-or-nothing and has one writer (``components.stores.transactions``).
+      call is all-or-nothing and has one writer (``components.stores.transactions``). With a path and
+      ``autosave`` off, a store that starts empty keeps its documents in a temporary SQLite file until its
+      save (``disk_document_table``), so that building a large index does not hold the corpus in memory.
     - Every public method has an ``*_async`` twin for async pipelines and Hayhooks.
     """
 
@@ -313,10 +316,17 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
             if found is not None:
                 table = self._load(*found)
             else:
-                table = self._table = SQLiteDocumentTable()
+                table = self._table = self._new_table()
             if self.path is not None:
                 self._writer.seen(Path(self.path), found)
         return table
+
+    def _new_table(self) -> SQLiteDocumentTable:
+        """An empty table: on disk for a store built into a new directory and saved once (``autosave`` off), so
+        that a build's memory does not grow with its corpus (``disk_document_table``); else in memory."""
+        if self.path is not None and not self.autosave:
+            return DiskDocumentTable()
+        return SQLiteDocumentTable()
 
     def _load(self, generation: Path, manifest: dict[str, Any]) -> SQLiteDocumentTable:
         """Load a saved generation into this store; returns its document table."""

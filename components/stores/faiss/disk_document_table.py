@@ -1,0 +1,141 @@
+"""The document table of a FAISS store being built: SQLite on disk, no document held in Python.
+
+A store with a ``path`` and ``autosave`` off that starts a new directory (``needle index`` writes every part
+of an index that way, chunk by chunk, and saves once) would otherwise hold the whole corpus in memory until
+its save: an in-memory SQLite copy of every document with its embedding, and every decoded Document. This
+table keeps the same rows in a private temporary SQLite database instead (``sqlite3.connect("")``: a file in
+SQLite's temporary directory, ``SQLITE_TMPDIR`` or ``TMPDIR`` else ``/var/tmp`` or ``/tmp``, unlinked as soon as
+it is opened, so a killed build leaves nothing behind), of which only SQLite's page cache (2 MiB) stays in
+memory. Every lookup is a SQL query, slower than the cached table's dict lookups, which only matters for a
+store that is searched before it is saved and reloaded; the saved generation is the same ``documents.sqlite``.
+"""
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from haystack import Document
+from haystack.utils.filters import document_matches_filter
+
+from components.stores.document_checks import encode_document
+from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable, derived
+
+_BATCH = 900  # rows per "IN (...)" statement, under SQLite's host-parameter limit
+
+
+class DiskDocumentTable(SQLiteDocumentTable):
+    """SQLiteDocumentTable's rows in a temporary on-disk SQLite database, read back by query, never cached."""
+
+    def __init__(self) -> None:
+        """Open a new, empty temporary database (deleted by SQLite when the connection closes)."""
+        super().__init__(sqlite3.connect("", check_same_thread=False))
+        self._count = 0
+        self._embedded_total = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def row_of(self, document_id: str) -> int | None:
+        """The row holding ``document_id``, or None."""
+        found = self._db.execute("SELECT row FROM documents WHERE id = ?", (document_id,)).fetchone()
+        return None if found is None else int(found[0])
+
+    def document_of(self, document_id: str) -> Document | None:
+        """A Document decoded from the row with ``document_id`` (without embedding), or None."""
+        found = self._db.execute("SELECT document FROM documents WHERE id = ?", (document_id,)).fetchone()
+        return None if found is None else _decoded(found[0])
+
+    def has_embedding(self, row: int) -> bool:
+        """Whether the document in ``row`` was stored with an embedding."""
+        query = "SELECT 1 FROM documents WHERE row = ? AND embedding IS NOT NULL"
+        return self._db.execute(query, (row,)).fetchone() is not None
+
+    @property
+    def embedded_count(self) -> int:
+        """Number of documents stored with an embedding."""
+        return self._embedded_total
+
+    def embedded_rows(self) -> np.ndarray:
+        """Rows of all documents stored with an embedding, ascending, as int64."""
+        rows = self._db.execute("SELECT row FROM documents WHERE embedding IS NOT NULL ORDER BY row")
+        return np.fromiter((row for (row,) in rows), dtype=np.int64)
+
+    def insert(self, entries: Sequence[tuple[int, str, str, bytes | None]]) -> None:
+        """Add ``(row, id, encoded document, embedding blob)`` entries; ids must be new."""
+        with self._db:
+            self._db.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)", entries)
+        self._count += len(entries)
+        self._embedded_total += sum(blob is not None for *_, blob in entries)
+
+    def delete(self, rows: Iterable[int]) -> None:
+        """Remove the given rows (all stored)."""
+        rows = list(rows)
+        self._embedded_total -= sum(self.has_embedding(row) for row in rows)
+        with self._db:
+            self._db.executemany("DELETE FROM documents WHERE row = ?", ((row,) for row in rows))
+        self._count -= len(rows)
+
+    def clear(self) -> None:
+        """Remove every row."""
+        with self._db:
+            self._db.execute("DELETE FROM documents")
+        self._count = self._embedded_total = 0
+
+    def update_meta(self, rows: Iterable[int], meta: dict[str, Any]) -> None:
+        """Merge ``meta`` into the meta of the documents in ``rows``."""
+        for row, base in self._read(list(rows)).items():
+            text = encode_document(derived(base, meta={**base.meta, **meta}), row)
+            with self._db:
+                self._db.execute("UPDATE documents SET document = ? WHERE row = ?", (text, row))
+
+    def filter_rows(self, filters: dict[str, Any] | None) -> list[int]:
+        """Rows of the documents matching Haystack ``filters`` (all rows when empty), in insertion order."""
+        if not filters:
+            return [row for (row,) in self._db.execute("SELECT row FROM documents ORDER BY row")]
+        return [row for row, document in self._all() if document_matches_filter(filters, document)]
+
+    def documents(self, rows: Sequence[int], with_embedding: bool) -> list[Document]:
+        """New Documents for ``rows`` in that order, with their stored embedding when asked."""
+        found = self._read(rows)
+        embeddings = self.embedding_lists(rows) if with_embedding else {}
+        return [derived(found[row], embedding=embeddings.get(row)) for row in rows]
+
+    def hits(self, rows: Sequence[int], scores: Sequence[float], embeddings: dict[int, list[float]]) -> list[Document]:
+        """Search results: new Documents with their score and ``meta["retrieval_type"] = "dense"``; row -1 skipped."""
+        found = self._read([row for row in rows if row >= 0])
+        hits = []
+        for row, score in zip(rows, scores, strict=True):
+            if row >= 0:
+                base = found[row]
+                changes: dict[str, Any] = {"score": score, "meta": {**base.meta, "retrieval_type": "dense"}}
+                if embeddings:
+                    changes["embedding"] = embeddings.get(row)
+                hits.append(derived(base, **changes))
+        return hits
+
+    def embedding_lists(self, rows: Iterable[int]) -> dict[int, list[float]]:
+        """The stored embeddings of those ``rows`` that have one, as lists of floats."""
+        blobs = self._blobs(list(rows))  # rows without embedding are not selected
+        return {row: np.frombuffer(blob, dtype="<f4").tolist() for row, blob in blobs.items()}
+
+    def _read(self, rows: Sequence[int]) -> dict[int, Document]:
+        """Decoded Documents (without embedding) of stored ``rows``, by row."""
+        found: dict[int, Document] = {}
+        unique = list(dict.fromkeys(int(row) for row in rows))
+        for start in range(0, len(unique), _BATCH):
+            chunk = unique[start : start + _BATCH]
+            query = f"SELECT row, document FROM documents WHERE row IN ({','.join('?' * len(chunk))})"
+            found.update((row, _decoded(text)) for row, text in self._db.execute(query, chunk))
+        return found
+
+    def _all(self) -> Iterator[tuple[int, Document]]:
+        """Every row and its decoded Document, in row order, read a page at a time."""
+        for row, text in self._db.execute("SELECT row, document FROM documents ORDER BY row"):
+            yield row, _decoded(text)
+
+
+def _decoded(text: str) -> Document:
+    """A Document from its stored JSON, as the cached table decodes it."""
+    return Document.from_dict(json.loads(text))
