@@ -37,7 +37,8 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
     Writes and deletes are incremental: they are searchable by the next query without rebuilding the whole
     index (see ``components.stores.bm25.index`` for when it rebuilds and what that does to scores). Each
     mutating call is all-or-nothing and, with ``path``, has one writer (``components.stores.transactions``).
-    Documents are kept in memory once written; a loaded store reads them from its directory as hits need
+    Documents are kept in memory once written (with ``path`` and ``autosave`` off, in a temporary file until
+    the save: ``components.stores.bm25.spill``); a loaded store reads them from its directory as hits need
     them, or from the FAISS store at ``document_store_path`` so that both indexes share one copy of the corpus.
     Every public method has an ``*_async`` twin.
     """
@@ -397,4 +398,6 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
             self._documents.use_table(document_table(settings["document_store_path"], generation, main.ids))
         if self.path:
             self._writer.seen(Path(self.path), found)
+            if not self.autosave:  # saved once at the end (a streamed build): written documents wait on disk
+                self._documents.spill_to(Path(self.path))
         self._index = BM25Index(params, self.compaction_ratio, main)

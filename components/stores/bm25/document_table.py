@@ -37,13 +37,21 @@ def write_documents_file(directory: Path, documents: Iterable[Document]) -> None
     offsets = [0]
     with open(directory / DOCUMENTS, "wb") as f:
         for i, document in enumerate(documents):
-            try:
-                line = json.dumps(document_dict(document), ensure_ascii=False).encode("utf-8") + b"\n"
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"document #{i} (id {document.id}) cannot be saved as JSON: {exc}") from exc
+            line = document_line(document, i)
             f.write(line)
             offsets.append(offsets[-1] + len(line))
     np.save(directory / OFFSETS, np.array(offsets, dtype=np.int64))
+
+
+def document_line(document: Document, position: int) -> bytes:
+    """The line ``documents.jsonl`` holds for ``document`` (``Document.to_dict``, UTF-8, newline-terminated).
+
+    :raises ValueError: Naming the document (#position, id) when it cannot be written as JSON.
+    """
+    try:
+        return json.dumps(document_dict(document), ensure_ascii=False).encode("utf-8") + b"\n"
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"document #{position} (id {document.id}) cannot be saved as JSON: {exc}") from exc
 
 
 _PLAIN_FIELDS = frozenset(("id", "content", "blob", "meta", "score", "embedding", "sparse_embedding"))

@@ -1,6 +1,7 @@
 """The BM25 store's documents by id: those written in memory, saved ones read on demand, filter masks cached."""
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,28 +12,36 @@ from haystack.utils.filters import document_matches_filter
 
 from components.stores.bm25.document_table import DocumentTable
 from components.stores.bm25.index import BM25Index, IndexSnapshot
+from components.stores.bm25.spill import DocumentSpill, SpillState
 
 _MASK_CACHE_SIZE = 32
 
 Masks = tuple[np.ndarray | None, np.ndarray | None]
 """Which main-segment rows and which delta rows a filter accepts (None: the segment is absent)."""
 
-DocumentsState = tuple[dict[str, Document], DocumentTable | None]
-"""StoredDocuments.checkpoint(): the documents held in memory and the saved table they are read from."""
+DocumentsState = tuple[dict[str, Document], DocumentTable | None, SpillState | None]
+"""StoredDocuments.checkpoint(): the documents held in memory, the saved table and the spill's state."""
 
 
 class StoredDocuments:
     """
-    Documents by id. Written ones stay in memory; those of a loaded index are read from its table when a
-    search returns them, and kept once a filter had to look at all of them. Not thread-safe on its own: the
-    store calls it under its lock.
+    Documents by id. Written ones stay in memory, or after ``spill_to`` go to a temporary file
+    (``components.stores.bm25.spill``); those of a loaded index are read from its table when a search returns
+    them, and kept once a filter had to look at all of them. Not thread-safe on its own: the store calls it
+    under its lock.
     """
 
     def __init__(self) -> None:
-        """Start empty, with no saved table."""
+        """Start empty, with no saved table, holding written documents in memory."""
         self._memory: dict[str, Document] = {}
         self._table: DocumentTable | None = None
         self._masks: dict[tuple[int, str], Masks] = {}
+        self._spill_near: Path | None = None
+        self._spill: DocumentSpill | None = None  # created on the first write after spill_to
+
+    def spill_to(self, near: Path) -> None:
+        """Keep documents written from now on in a temporary file in ``near`` (or its nearest existing parent)."""
+        self._spill_near = near
 
     def use_table(self, table: DocumentTable | None) -> None:
         """Read documents not in memory from ``table`` (that of the live saved generation) from now on."""
@@ -40,35 +49,53 @@ class StoredDocuments:
 
     def put(self, documents: dict[str, Document]) -> None:
         """Hold these documents (new, or replacing the version with the same id)."""
-        self._memory.update(documents)
         self._masks.clear()
+        if self._spill_near is None:
+            self._memory.update(documents)
+            return
+        if self._spill is None:
+            self._spill = DocumentSpill(self._spill_near)
+        self._spill.put(documents)
+        for doc_id in documents:
+            self._memory.pop(doc_id, None)  # a cached saved version
 
     def drop(self, ids: list[str]) -> None:
         """Forget the in-memory copies of these documents (the index no longer lists them)."""
         for doc_id in ids:
             self._memory.pop(doc_id, None)
+        if self._spill is not None:
+            self._spill.drop(ids)
 
     def clear(self) -> None:
         """Forget every document, saved table included."""
         self._memory, self._table = {}, None
+        if self._spill is not None:
+            self._spill.clear()
         self._masks.clear()
 
     def checkpoint(self) -> DocumentsState:
         """What ``restore`` needs to undo a failed transaction."""
-        return dict(self._memory), self._table
+        return dict(self._memory), self._table, self._spill.checkpoint() if self._spill is not None else None
 
     def restore(self, state: DocumentsState) -> None:
         """Return to a ``checkpoint``."""
-        self._memory, self._table = state
+        self._memory, self._table, spilled = state
+        if self._spill is not None:
+            self._spill.restore(spilled if spilled is not None else ({}, 1))
         self._masks.clear()
 
     def get(self, ids: list[str], cache: bool = False) -> list[Document]:
-        """Documents by id from memory, else from the saved table (kept in memory afterwards when ``cache``)."""
-        memory = self._memory
+        """Documents by id from memory, the spill, else the saved table (whose documents are kept in memory
+        afterwards when ``cache``)."""
+        memory, spill = self._memory, self._spill
         missing = [doc_id for doc_id in ids if doc_id not in memory]
-        fetched = dict(zip(missing, self._table.get(missing), strict=True)) if missing and self._table else {}
+        spilled = [doc_id for doc_id in missing if doc_id in spill] if spill is not None and missing else []
+        fetched = dict(zip(spilled, spill.get(spilled), strict=True)) if spill is not None and spilled else {}
+        missing = [doc_id for doc_id in missing if doc_id not in fetched] if fetched else missing
+        saved = dict(zip(missing, self._table.get(missing), strict=True)) if missing and self._table else {}
         if cache:
-            memory.update(fetched)
+            memory.update(saved)
+        fetched.update(saved)
         return [memory[doc_id] if doc_id in memory else fetched[doc_id] for doc_id in ids]
 
     def filter_masks(self, snapshot: IndexSnapshot, filters: dict[str, Any]) -> Masks:

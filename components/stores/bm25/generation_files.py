@@ -1,6 +1,6 @@
 """What a BM25 store writes into a generation directory, and where a loaded one reads its documents from."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +11,8 @@ from components.stores.bm25.document_table import DocumentTable, JsonlDocumentTa
 from components.stores.bm25.segments import MainSegment
 from components.stores.bm25.settings import relative_to_store
 from components.stores.bm25.tokenizers import tokenizer_name
+
+SAVE_BATCH = 10_000  # documents read at a time while a save writes documents.jsonl
 
 
 def write_generation(
@@ -29,7 +31,7 @@ def write_generation(
     if main is not None:
         main.save(directory)
         if shared is None:
-            write_documents_file(directory, documents(main.ids))
+            write_documents_file(directory, batched(documents, main.ids))
     return {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "documents": main.n_docs if main else 0,
@@ -37,6 +39,12 @@ def write_generation(
         "bm25": {name: settings[name] for name in ("method", "k1", "b", "delta")},
         "document_store_path": relative_to_store(shared, root),
     }
+
+
+def batched(documents: Callable[[list[str]], list[Document]], ids: list[str]) -> Iterator[Document]:
+    """The documents with ``ids``, read ``SAVE_BATCH`` at a time, so a save never holds all of them at once."""
+    for start in range(0, len(ids), SAVE_BATCH):
+        yield from documents(ids[start : start + SAVE_BATCH])
 
 
 def document_table(shared: str | None, generation: Path, ids: list[str]) -> DocumentTable:
