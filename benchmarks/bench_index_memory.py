@@ -9,18 +9,20 @@ into a fresh directory:
   before it streamed (the reader's list of every Document, the embedder's matrix and per-Document embedding
   lists, one store write);
 * streamed: ``needle.indexing.build_index`` as `needle index` runs now, with ``--chunk-size`` 1,000 (small) or
-  10,000 (large).
+  10,000 (medium, large).
 
 The dense builds use a tiny sentence-transformers model (2-layer BERT, hidden size 32, random weights, MiniLM's
 tokenizer) that this module builds once under ~/.cache/needle/bench-models, so that a million passages encode
 in minutes on a CPU and the memory figure is the pipeline's, not the model's.
 
-What the streamed build still holds grows with the corpus, by design of the stores: the FAISS store keeps its
-vectors, an in-memory SQLite copy of every document (with its embedding) and a Document per row until its one
-save; the BM25 store keeps every document's term ids and, until its save, its Documents. The rows report the
-growth per 1,000 documents of both builds so that this slope is visible.
+What the streamed build holds until its one save: the FAISS store keeps only its vectors (the rows, with their
+embeddings, wait in a temporary SQLite file: ``components.stores.faiss.disk_document_table``), the BM25 store
+its term ids and vocabulary (written documents wait in a temporary file: ``components.stores.bm25.spill``);
+the BM25 save then builds the bm25s index over all term ids, the build's peak. The rows report the growth per
+1,000 documents so that this slope is visible; ``--size medium --streamed-only`` measures the streamed build
+alone at 20,000 and 100,000 passages (the one-shot build holds the whole corpus and is slow there).
 
-    python benchmarks/bench_index_memory.py [--size small|large]
+    python benchmarks/bench_index_memory.py [--size small|medium|large] [--streamed-only] [--parts bm25,dense]
 """
 
 import argparse
@@ -41,9 +43,10 @@ TINY = BENCH_MODELS / "tiny-bert-32"
 # the streamed build really runs in chunks; `needle index` defaults to 10,000).
 SIZES = {
     "small": {"bm25": [5_000, 20_000], "dense": [2_000, 8_000]},
+    "medium": {"bm25": [20_000, 100_000], "dense": [20_000, 100_000]},
     "large": {"bm25": [100_000, 1_000_000], "dense": [100_000, 1_000_000]},
 }
-CHUNKS = {"small": 1_000, "large": 10_000}
+CHUNKS = {"small": 1_000, "medium": 10_000, "large": 10_000}
 
 CHILD = r"""
 import json, sys, time
@@ -103,22 +106,29 @@ def measure(mode: str, part: str, corpus: Path, model: Path, work: Path, chunk: 
     return result
 
 
-def rows_for(part: str, n: int, corpus: Path, model: Path, work: Path, chunk: int) -> list[dict[str, Any]]:
-    """One-shot against streamed at one corpus size: peak RSS and the build's own part of it (peak - base)."""
-    before = measure("one-shot", part, corpus, model, work, chunk)
+def rows_for(
+    part: str, n: int, corpus: Path, model: Path, work: Path, chunk: int, one_shot_too: bool = True
+) -> list[dict[str, Any]]:
+    """One-shot against streamed at one corpus size: peak RSS and the build's own part of it (peak - base).
+
+    Without ONE_SHOT_TOO only the streamed build runs (the one-shot one holds the whole corpus: at 100,000
+    passages and more it is slow and large); its fields are then None.
+    """
+    before = measure("one-shot", part, corpus, model, work, chunk) if one_shot_too else None
     after = measure("streamed", part, corpus, model, work, chunk)
     mib = 1024 * 1024
     name = f"{part} n={n:,}"
-    one_shot, streamed = (before["peak"] - before["base"]) / mib, (after["peak"] - after["base"]) / mib
-    note = (
-        f"peak RSS MiB (base {after['base'] / mib:.0f}); build alone: one-shot {one_shot:.0f} MiB, streamed "
-        f"{streamed:.0f} MiB; {before['seconds']:.0f}s vs {after['seconds']:.0f}s"
-    )
+    streamed = (after["peak"] - after["base"]) / mib
+    one_shot = (before["peak"] - before["base"]) / mib if before else None
+    note = f"peak RSS MiB (base {after['base'] / mib:.0f}); build alone: streamed {streamed:.0f} MiB"
+    note += f" in {after['seconds']:.0f}s"
+    if before and one_shot is not None:
+        note += f", one-shot {one_shot:.0f} MiB in {before['seconds']:.0f}s"
     return [
         {
             "benchmark": f"index peak RSS, {name}, chunks of {chunk:,} (streamed vs one-shot)",
             "ours": round(after["peak"] / mib, 1),
-            "peer": round(before["peak"] / mib, 1),
+            "peer": round(before["peak"] / mib, 1) if before else None,
             "unit": "MiB",
             "note": note,
             "build_ours": streamed,
@@ -132,19 +142,22 @@ def slopes(rows: list[dict[str, Any]], part: str, sizes: list[int]) -> dict[str,
     first, last = rows[0], rows[-1]
     per = (sizes[-1] - sizes[0]) / 1000
     ours = (last["build_ours"] - first["build_ours"]) / per
-    peer = (last["build_peer"] - first["build_peer"]) / per
+    peer = None if first["build_peer"] is None else (last["build_peer"] - first["build_peer"]) / per
     return {
         "benchmark": f"index memory growth, {part} (streamed vs one-shot)",
         "ours": round(ours, 3),
-        "peer": round(peer, 3),
+        "peer": None if peer is None else round(peer, 3),
         "unit": "MiB per 1k docs",
         "note": f"between {sizes[0]:,} and {sizes[-1]:,} passages",
     }
 
 
-def run(size: str = "small") -> list[dict[str, Any]]:
-    """Peak RSS of one-shot and streamed `needle index` builds, BM25-only and dense, at two corpus sizes each."""
-    plan = SIZES[size]
+def run(size: str = "small", streamed_only: bool = False, parts: list[str] | None = None) -> list[dict[str, Any]]:
+    """Peak RSS of one-shot and streamed `needle index` builds, BM25-only and dense, at two corpus sizes each.
+
+    ``streamed_only`` skips the one-shot builds; ``parts`` limits the run to some of ``bm25`` and ``dense``.
+    """
+    plan = {part: sizes for part, sizes in SIZES[size].items() if parts is None or part in parts}
     model = tiny_model()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="needle-bench-index-memory-") as tmp:
@@ -153,7 +166,7 @@ def run(size: str = "small") -> list[dict[str, Any]]:
             part_rows = []
             for n in sizes:
                 corpus = write_corpus(work / f"corpus-{n}.jsonl", n, seed=0)
-                part_rows += rows_for(part, n, corpus, model, work, CHUNKS[size])
+                part_rows += rows_for(part, n, corpus, model, work, CHUNKS[size], one_shot_too=not streamed_only)
                 for built in work.glob(f"*-{part}-corpus-{n}"):
                     subprocess.run(["rm", "-rf", str(built)], check=True)
             rows += [*part_rows, slopes(part_rows, part, sizes)]
@@ -166,9 +179,11 @@ def run(size: str = "small") -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    parser.add_argument("--streamed-only", action="store_true", help="skip the one-shot builds")
+    parser.add_argument("--parts", default="bm25,dense", help="comma-separated: bm25, dense (default both)")
     args = parser.parse_args()
     start = time.perf_counter()
-    for row in run(args.size):
+    for row in run(args.size, args.streamed_only, args.parts.split(",")):
         print(json.dumps(row))
     print(f"# {time.perf_counter() - start:.0f}s", file=sys.stderr)
 

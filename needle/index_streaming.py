@@ -5,8 +5,9 @@ per ``chunk_size`` documents (with an embedder: rounded up to a multiple of its 
 of once over the whole corpus: the reader reads documents ``skip`` to ``skip + limit`` (reading on from where
 the previous chunk stopped), the document embedder fills the embedding file chunk by chunk (its
 ``offset``/``total`` inputs), and the writer adds each chunk to the store, which is saved once at the end
-(``autosave`` off: a save per chunk would rewrite the whole store each time). What grows with the corpus is
-what the stores hold in memory until they are saved (see the module's benchmark, bench_index_memory.py).
+(``autosave`` off: a save per chunk would rewrite the whole store each time). Until then the stores keep the
+written documents in temporary files, not in memory; what grows with the corpus is the index itself (FAISS
+vectors, BM25 term ids), measured by benchmarks/bench_index_memory.py.
 
 The result is the one-shot build's, byte for byte for the embedding file: same rows, same document order, same
 ids, and a bad line in any chunk fails the build with the reader's ``file, line N`` error. One progress bar (on
