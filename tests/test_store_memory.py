@@ -207,3 +207,29 @@ def test_spill_checkpoint_survives_a_clear_and_later_writes(tmp_path: Path) -> N
     assert seen(spill.get(["d2", "d0"])) == seen([first["d2"], first["d0"]])
     assert "d10" not in spill
     assert list(tmp_path.iterdir()) == []  # the file has no name
+
+
+FULL_DISK_CHILD = textwrap.dedent(
+    """
+    import resource, signal, sys
+    from haystack import Document
+    from components.stores.faiss.document_store import FAISSDocumentStore
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))  # files stop growing at 200 kB
+    store = FAISSDocumentStore(path=sys.argv[1], autosave=False)
+    for k in range(100):
+        store.write_documents([Document(id=f"{k}-{i}", content="words " * 200, embedding=[1.0] * 8) for i in range(50)])
+    """
+)
+
+
+def test_a_full_disk_under_the_temporary_table_is_an_os_error_naming_sqlite_tmpdir(tmp_path: Path) -> None:
+    """The FAISS build store's temporary table cannot grow: an OSError saying where it lies, no traceback maze."""
+    env = {**os.environ, "SQLITE_TMPDIR": str(tmp_path)}
+    argv = [sys.executable, "-c", FULL_DISK_CHILD, str(tmp_path / "dense")]
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert "OSError: cannot write the temporary document table of the FAISS store being built" in done.stderr
+    assert "point SQLITE_TMPDIR at a disk with room" in done.stderr
+    assert not (tmp_path / "dense").exists()

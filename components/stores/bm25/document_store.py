@@ -227,9 +227,10 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         def change() -> tuple[int, bool]:
             index = self._ready()
             accepted = apply_policy(index, documents, policy)
+            # Documents first: a spill that fails (a full disk) leaves the index as it was.
+            self._documents.put({doc_id: copied(document) for doc_id, document in accepted.items()})
             index.delete([doc_id for doc_id in accepted if doc_id in index])
             index.add(list(accepted), [terms[doc_id] for doc_id in accepted])
-            self._documents.put({doc_id: copied(document) for doc_id, document in accepted.items()})
             return len(accepted), bool(accepted)
 
         return self._mutate(change)

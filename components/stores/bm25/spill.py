@@ -44,7 +44,7 @@ class DocumentSpill:
         """Append these documents (new, or replacing the line of the same id) in one write."""
         lines = [document_line(document, position) for position, document in enumerate(documents.values())]
         self._file.seek(self._offsets[-1])
-        self._file.write(b"".join(lines))
+        self._file.write(b"".join(lines))  # an OSError (a full disk) propagates: `needle index` reports it
         self._file.flush()
         for doc_id, line in zip(documents, lines, strict=True):
             self._line[doc_id] = len(self._offsets) - 1

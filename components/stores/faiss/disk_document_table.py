@@ -64,8 +64,15 @@ class DiskDocumentTable(SQLiteDocumentTable):
 
     def insert(self, entries: Sequence[tuple[int, str, str, bytes | None]]) -> None:
         """Add ``(row, id, encoded document, embedding blob)`` entries; ids must be new."""
-        with self._db:
-            self._db.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)", entries)
+        try:
+            with self._db:
+                self._db.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)", entries)
+        except sqlite3.OperationalError as exc:  # e.g. "database or disk is full"
+            # An OSError, as for any other file a build cannot write (`needle index` reports it as such).
+            raise OSError(
+                f"cannot write the temporary document table of the FAISS store being built ({exc}); it lies in "
+                "SQLite's temporary directory: point SQLITE_TMPDIR at a disk with room"
+            ) from exc
         self._count += len(entries)
         self._embedded_total += sum(blob is not None for *_, blob in entries)
 
