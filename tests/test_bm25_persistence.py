@@ -16,6 +16,7 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25.document_store import BM25DocumentStore
+from components.stores.recent_documents import RecentDocuments
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [
@@ -209,6 +210,26 @@ def test_a_corrupted_document_line_is_reported_with_file_and_line(saved: Path) -
     store = BM25DocumentStore(path=str(saved))
     with pytest.raises(DocumentStoreError, match=r"documents\.jsonl: line 2 is corrupted"):
         store.bm25_retrieval("moon tides")
+
+
+def test_hits_read_from_the_saved_file_are_kept_decoded_and_never_shared(saved: Path) -> None:
+    """A repeated hit comes from memory (the file is not read again), and changing a returned document changes
+    no later answer."""
+    store = BM25DocumentStore(path=str(saved))
+    first = store.bm25_retrieval("moon tides")
+    expected = [(d.id, d.score, d.content, dict(d.meta)) for d in first]
+    assert expected[0] == ("moon", first[0].score, DOCS[1].content, {"kind": "satellite", "retrieval_type": "sparse"})
+    first[0].meta["kind"] = "changed by the caller"
+    (generation(saved) / "documents.jsonl").write_bytes(b"")  # never done to a live index: proves the memory
+    assert [(d.id, d.score, d.content, d.meta) for d in store.bm25_retrieval("moon tides")] == expected
+    assert store.get_documents_by_id(["moon"]) == [DOCS[1]]
+
+
+def test_recent_documents_keep_the_newest_within_their_size() -> None:
+    recent = RecentDocuments(size=2)
+    recent.remember({d.id: d for d in DOCS[:2]})
+    recent.remember({"mars": DOCS[2]})
+    assert [recent.get(d.id) for d in DOCS] == [None, DOCS[1], DOCS[2]]  # the oldest decoded went first
 
 
 def test_a_missing_path_starts_an_empty_store(tmp_path: Path) -> None:

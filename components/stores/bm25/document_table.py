@@ -20,6 +20,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25.persistence import load_array
 from components.stores.document_checks import document_dict
+from components.stores.recent_documents import RecentDocuments
 
 DOCUMENTS = "documents.jsonl"
 OFFSETS = "documents.offsets.npy"
@@ -83,7 +84,8 @@ def document_from_dict(data: dict[str, Any]) -> Document:
 
 
 class JsonlDocumentTable:
-    """Documents saved beside the index: ``documents.jsonl`` read line by line through its offsets."""
+    """Documents saved beside the index: ``documents.jsonl`` read line by line through its offsets; the last ones
+    read stay decoded (``components.stores.recent_documents``: a repeated hit costs a dict lookup, not a read)."""
 
     def __init__(self, directory: Path, ids: list[str]) -> None:
         """Open the file of a generation whose rows hold ``ids``; checks that the offsets match the rows."""
@@ -96,6 +98,7 @@ class JsonlDocumentTable:
             )
         self._row = {doc_id: row for row, doc_id in enumerate(ids)}
         self._fd = os.open(self.path, os.O_RDONLY)
+        self._recent = RecentDocuments()
 
     def __del__(self) -> None:
         """Close the file descriptor (kept open so a replaced generation stays readable until then)."""
@@ -104,8 +107,15 @@ class JsonlDocumentTable:
             os.close(fd)
 
     def get(self, ids: list[str]) -> list[Document]:
-        """Read these documents, each from its own line; the line must hold the expected id."""
-        return [self._read(self._row_of(doc_id), doc_id) for doc_id in ids]
+        """These documents (shared: callers copy before changing one), each read from its own line unless it is
+        still kept decoded; a line must hold the expected id."""
+        recent = self._recent
+        kept = [recent.get(doc_id) for doc_id in ids]
+        missing = [doc_id for doc_id, doc in zip(ids, kept, strict=True) if doc is None]
+        read = {doc_id: self._read(self._row_of(doc_id), doc_id) for doc_id in missing}
+        if read:
+            recent.remember(read)
+        return [doc if doc is not None else read[doc_id] for doc_id, doc in zip(ids, kept, strict=True)]
 
     def _row_of(self, doc_id: str) -> int:
         """Row of a saved document; a missing one means the index and the documents file disagree."""
@@ -116,13 +126,19 @@ class JsonlDocumentTable:
 
     def _read(self, row: int, doc_id: str) -> Document:
         """Parse line ``row + 1`` of the file and check that it is the document the index expects."""
-        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
-        raw = os.pread(self._fd, end - start, start)
-        try:
-            data: dict[str, Any] = json.loads(raw)
-            document = document_from_dict(data)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise DocumentStoreError(f"{self.path}: line {row + 1} is corrupted ({exc})") from exc
-        if document.id != doc_id:
-            raise DocumentStoreError(f"{self.path}: line {row + 1} holds id {document.id!r}, expected {doc_id!r}")
-        return document
+        span = (int(self._offsets[row]), int(self._offsets[row + 1]))
+        return read_line(self._fd, span, row, doc_id, str(self.path))
+
+
+def read_line(fd: int, span: tuple[int, int], row: int, doc_id: str, where: str) -> Document:
+    """Decode the JSON line at bytes ``span`` of file ``fd`` (line ``row + 1`` of ``where``), which must hold
+    ``doc_id``; a damaged line or another id is a DocumentStoreError naming ``where`` and the line."""
+    start, end = span
+    try:
+        data: dict[str, Any] = json.loads(os.pread(fd, end - start, start))
+        document = document_from_dict(data)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise DocumentStoreError(f"{where}: line {row + 1} is corrupted ({exc})") from exc
+    if document.id != doc_id:
+        raise DocumentStoreError(f"{where}: line {row + 1} holds id {document.id!r}, expected {doc_id!r}")
+    return document

@@ -8,17 +8,14 @@ freed when the store is) and keeps only the id → line position. Reading one ba
 as for a saved store's documents.
 """
 
-import json
-import os
 import tempfile
 from array import array
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from haystack import Document
-from haystack.document_stores.errors import DocumentStoreError
 
-from components.stores.bm25.document_table import document_from_dict, document_line
+from components.stores.bm25.document_table import document_line, read_line
 
 _NAME = "temporary file of the BM25 store's written documents"
 
@@ -74,15 +71,5 @@ class DocumentSpill:
 
     def _read(self, doc_id: str, line: int) -> Document:
         """Decode line ``line``, which must hold ``doc_id``."""
-        start, end = self._offsets[line], self._offsets[line + 1]
-        raw = os.pread(self._file.fileno(), end - start, start)
-        try:
-            data: dict[str, Any] = json.loads(raw)
-            document = document_from_dict(data)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise DocumentStoreError(f"temporary BM25 document file: line {line + 1} is corrupted ({exc})") from exc
-        if document.id != doc_id:
-            raise DocumentStoreError(
-                f"temporary BM25 document file: line {line + 1} holds {document.id!r}, not {doc_id!r}"
-            )
-        return document
+        span = (self._offsets[line], self._offsets[line + 1])
+        return read_line(self._file.fileno(), span, line, doc_id, "temporary BM25 document file")

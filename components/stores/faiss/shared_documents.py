@@ -6,14 +6,12 @@ and reads the documents from the FAISS store's live generation, so the corpus is
 - when a FAISSDocumentStore of this process has that very generation loaded and unchanged, its in-memory
   table answers (a dict lookup per hit, as fast as the FAISS store's own hits);
 - otherwise the generation's ``documents.sqlite`` is opened read-only and documents are read by id as hits
-  need them (no FAISS index, no copy of the corpus). The last ``CACHE_SIZE`` documents read stay decoded in
-  memory: reading and decoding a JSON row costs ~50 µs, more than scoring a small query, and queries keep
-  hitting the same passages.
+  need them (no FAISS index, no copy of the corpus). The last documents read stay decoded in memory
+  (``components.stores.recent_documents``).
 
 Generations are never modified once written (a save writes a new one), so both sources answer the same.
 """
 
-import itertools
 import json
 import sqlite3
 import threading
@@ -25,11 +23,11 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import Generations
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
+from components.stores.recent_documents import RecentDocuments
 
 FAISS_GENERATIONS = Generations(kind="FAISS store", digits=8)  # gen-00000001, ...
 DOCUMENTS_FILE = "documents.sqlite"
 _BATCH = 900  # ids per "IN (...)" statement, under SQLite's host-parameter limit
-CACHE_SIZE = 100_000  # decoded documents kept per reader (oldest dropped first)
 _LOADED: "weakref.WeakValueDictionary[Path, SQLiteDocumentTable]" = weakref.WeakValueDictionary()
 _LOADED_LOCK = threading.Lock()
 
@@ -68,7 +66,7 @@ class SavedDocuments:
         except sqlite3.DatabaseError as exc:
             raise DocumentStoreError(f"{file}: cannot read the document table ({exc})") from exc
         self._lock = threading.Lock()
-        self._decoded: dict[str, Document] = {}  # shared with callers, who copy before changing (as the table's)
+        self._decoded = RecentDocuments()  # shared with callers, who copy before changing (as the table's)
 
     def get(self, ids: list[str]) -> list[Document]:
         """These documents, in this order; every id must be stored (else DocumentStoreError naming the ids)."""
@@ -101,12 +99,5 @@ class SavedDocuments:
                         found[doc_id] = Document.from_dict(json.loads(text))
                 except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
                     raise DocumentStoreError(f"{self._generation / DOCUMENTS_FILE}: corrupted ({exc})") from exc
-            self._remember(found)
+            self._decoded.remember(found)
         return found
-
-    def _remember(self, documents: dict[str, Document]) -> None:
-        """Keep newly decoded documents, dropping the oldest beyond ``CACHE_SIZE``; called under the lock."""
-        decoded = self._decoded
-        decoded.update(documents)
-        for doc_id in list(itertools.islice(decoded, max(0, len(decoded) - CACHE_SIZE))):
-            del decoded[doc_id]
