@@ -10,7 +10,6 @@ memory. Every lookup is a SQL query, slower than the cached table's dict lookups
 store that is searched before it is saved and reloaded; the saved generation is the same ``documents.sqlite``.
 """
 
-import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -20,9 +19,7 @@ from haystack import Document
 from haystack.utils.filters import document_matches_filter
 
 from components.stores.document_checks import encode_document
-from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable, derived
-
-_BATCH = 900  # rows per "IN (...)" statement, under SQLite's host-parameter limit
+from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded, derived
 
 
 class DiskDocumentTable(SQLiteDocumentTable):
@@ -45,7 +42,7 @@ class DiskDocumentTable(SQLiteDocumentTable):
     def document_of(self, document_id: str) -> Document | None:
         """A Document decoded from the row with ``document_id`` (without embedding), or None."""
         found = self._db.execute("SELECT document FROM documents WHERE id = ?", (document_id,)).fetchone()
-        return None if found is None else _decoded(found[0])
+        return None if found is None else decoded(found[0])
 
     def has_embedding(self, row: int) -> bool:
         """Whether the document in ``row`` was stored with an embedding."""
@@ -92,7 +89,7 @@ class DiskDocumentTable(SQLiteDocumentTable):
 
     def update_meta(self, rows: Iterable[int], meta: dict[str, Any]) -> None:
         """Merge ``meta`` into the meta of the documents in ``rows``."""
-        for row, base in self._read(list(rows)).items():
+        for row, base in self._bases(list(rows)).items():
             text = encode_document(derived(base, meta={**base.meta, **meta}), row)
             with self._db:
                 self._db.execute("UPDATE documents SET document = ? WHERE row = ?", (text, row))
@@ -103,46 +100,22 @@ class DiskDocumentTable(SQLiteDocumentTable):
             return [row for (row,) in self._db.execute("SELECT row FROM documents ORDER BY row")]
         return [row for row, document in self._all() if document_matches_filter(filters, document)]
 
-    def documents(self, rows: Sequence[int], with_embedding: bool) -> list[Document]:
-        """New Documents for ``rows`` in that order, with their stored embedding when asked."""
-        found = self._read(rows)
-        embeddings = self.embedding_lists(rows) if with_embedding else {}
-        return [derived(found[row], embedding=embeddings.get(row)) for row in rows]
-
-    def hits(self, rows: Sequence[int], scores: Sequence[float], embeddings: dict[int, list[float]]) -> list[Document]:
-        """Search results: new Documents with their score and ``meta["retrieval_type"] = "dense"``; row -1 skipped."""
-        found = self._read([row for row in rows if row >= 0])
-        hits = []
-        for row, score in zip(rows, scores, strict=True):
-            if row >= 0:
-                base = found[row]
-                changes: dict[str, Any] = {"score": score, "meta": {**base.meta, "retrieval_type": "dense"}}
-                if embeddings:
-                    changes["embedding"] = embeddings.get(row)
-                hits.append(derived(base, **changes))
-        return hits
-
     def embedding_lists(self, rows: Iterable[int]) -> dict[int, list[float]]:
         """The stored embeddings of those ``rows`` that have one, as lists of floats."""
         blobs = self._blobs(list(rows))  # rows without embedding are not selected
         return {row: np.frombuffer(blob, dtype="<f4").tolist() for row, blob in blobs.items()}
 
-    def _read(self, rows: Sequence[int]) -> dict[int, Document]:
-        """Decoded Documents (without embedding) of stored ``rows``, by row."""
+    def _bases(self, rows: Sequence[int]) -> dict[int, Document]:
+        """Decoded Documents (without embedding) of the stored ``rows`` (row -1 skipped), by row."""
         found: dict[int, Document] = {}
-        unique = list(dict.fromkeys(int(row) for row in rows))
-        for start in range(0, len(unique), _BATCH):
-            chunk = unique[start : start + _BATCH]
+        unique = list(dict.fromkeys(int(row) for row in rows if row >= 0))
+        for start in range(0, len(unique), BATCH):
+            chunk = unique[start : start + BATCH]
             query = f"SELECT row, document FROM documents WHERE row IN ({','.join('?' * len(chunk))})"
-            found.update((row, _decoded(text)) for row, text in self._db.execute(query, chunk))
+            found.update((row, decoded(text)) for row, text in self._db.execute(query, chunk))
         return found
 
     def _all(self) -> Iterator[tuple[int, Document]]:
         """Every row and its decoded Document, in row order, read a page at a time."""
         for row, text in self._db.execute("SELECT row, document FROM documents ORDER BY row"):
-            yield row, _decoded(text)
-
-
-def _decoded(text: str) -> Document:
-    """A Document from its stored JSON, as the cached table decodes it."""
-    return Document.from_dict(json.loads(text))
+            yield row, decoded(text)

@@ -12,7 +12,6 @@ and reads the documents from the FAISS store's live generation, so the corpus is
 Generations are never modified once written (a save writes a new one), so both sources answer the same.
 """
 
-import json
 import sqlite3
 import threading
 import weakref
@@ -22,12 +21,11 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import Generations
-from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
+from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded
 from components.stores.recent_documents import RecentDocuments
 
 FAISS_GENERATIONS = Generations(kind="FAISS store", digits=8)  # gen-00000001, ...
 DOCUMENTS_FILE = "documents.sqlite"
-_BATCH = 900  # ids per "IN (...)" statement, under SQLite's host-parameter limit
 _LOADED: "weakref.WeakValueDictionary[Path, SQLiteDocumentTable]" = weakref.WeakValueDictionary()
 _LOADED_LOCK = threading.Lock()
 
@@ -91,12 +89,12 @@ class SavedDocuments:
         """Read and decode documents by id from the SQLite file."""
         found: dict[str, Document] = {}
         with self._lock:
-            for start in range(0, len(ids), _BATCH):
-                chunk = ids[start : start + _BATCH]
+            for start in range(0, len(ids), BATCH):
+                chunk = ids[start : start + BATCH]
                 query = f"SELECT id, document FROM documents WHERE id IN ({','.join('?' * len(chunk))})"
                 try:
                     for doc_id, text in self._db.execute(query, chunk):
-                        found[doc_id] = Document.from_dict(json.loads(text))
+                        found[doc_id] = decoded(text)
                 except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
                     raise DocumentStoreError(f"{self._generation / DOCUMENTS_FILE}: corrupted ({exc})") from exc
             self._decoded.remember(found)

@@ -28,7 +28,7 @@ _SCHEMA = (
     " embedding BLOB)"  # little-endian float32; NULL for documents stored without embedding
 )
 _FLOAT32 = np.dtype("<f4")
-_BATCH = 900  # rows per "IN (...)" statement, under SQLite's host-parameter limit
+BATCH = 900  # rows per "IN (...)" statement, under SQLite's host-parameter limit
 
 
 def derived(base: Document, **changes: Any) -> Document:
@@ -43,6 +43,11 @@ def derived(base: Document, **changes: Any) -> Document:
     document.__dict__.update(base.__dict__)
     document.__dict__.update(changes)
     return document
+
+
+def decoded(text: str) -> Document:
+    """The Document a stored JSON row holds."""
+    return Document.from_dict(json.loads(text))
 
 
 class SQLiteDocumentTable:
@@ -90,7 +95,7 @@ class SQLiteDocumentTable:
     def _cache(self, row: int, document_id: str, text: str, embedded: bool) -> None:
         # Decoding what was stored (not copying the caller's object) keeps the cache equal to a reloaded store
         # and immune to later mutation of the caller's documents.
-        self._docs[row] = Document.from_dict(json.loads(text))
+        self._docs[row] = decoded(text)
         self._row_of[document_id] = row
         if embedded:
             self._embedded.add(row)
@@ -129,15 +134,14 @@ class SQLiteDocumentTable:
 
     def documents(self, rows: Sequence[int], with_embedding: bool) -> list[Document]:
         """New Documents for ``rows`` in that order, with their stored embedding when asked."""
+        docs = self._bases(rows)
         embeddings = self.embedding_lists(rows) if with_embedding else {}
-        return [
-            derived(self._docs[row], meta=dict(self._docs[row].meta), embedding=embeddings.get(row)) for row in rows
-        ]
+        return [derived(docs[row], meta=dict(docs[row].meta), embedding=embeddings.get(row)) for row in rows]
 
     def hits(self, rows: Sequence[int], scores: Sequence[float], embeddings: dict[int, list[float]]) -> list[Document]:
         """Search results: new Documents with their score and ``meta["retrieval_type"] = "dense"``; row -1 skipped."""
         # derived() inlined: this loop is the per-hit cost of every search
-        docs, make, found = self._docs, object.__new__, []
+        docs, make, found = self._bases(rows), object.__new__, []
         for row, score in zip(rows, scores, strict=True):
             if row < 0:
                 continue
@@ -152,6 +156,10 @@ class SQLiteDocumentTable:
             found.append(document)
         return found
 
+    def _bases(self, rows: Sequence[int]) -> dict[int, Document]:
+        """The stored Documents (shared: callers copy) by row, holding at least those of ``rows`` that are >= 0."""
+        return self._docs
+
     def embeddings(self, rows: Sequence[int] | np.ndarray, dim: int) -> np.ndarray:
         """The stored embeddings of ``rows`` (all stored with one) as a float32 (len(rows), dim) matrix."""
         blobs = self._blobs(rows)
@@ -164,8 +172,8 @@ class SQLiteDocumentTable:
 
     def _blobs(self, rows: Sequence[int] | np.ndarray) -> dict[int, bytes]:
         found: dict[int, bytes] = {}
-        for start in range(0, len(rows), _BATCH):
-            chunk = [int(row) for row in rows[start : start + _BATCH]]
+        for start in range(0, len(rows), BATCH):
+            chunk = [int(row) for row in rows[start : start + BATCH]]
             marks = ",".join("?" * len(chunk))
             query = f"SELECT row, embedding FROM documents WHERE embedding IS NOT NULL AND row IN ({marks})"
             found.update(self._db.execute(query, chunk))
