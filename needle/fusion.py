@@ -13,8 +13,8 @@ parameters weigh two score lists against each other and stay meaningful for a re
 The file is data someone else wrote: it is parsed strictly (no NaN or Infinity, no unknown key, every number in
 the range the ranker accepts) and any problem is one line naming the file and the field. ``apply_fusion`` puts
 the values into a search pipeline's init parameters: every component whose template names the mix curve
-(``MixRetrieveRanker``, its batch twin, a batch mix joiner) takes ``mix``; an RRF component whose template names a
-``k`` (``RRFBatchJoiner``, which ``needle search`` and ``needle eval`` run for ``--mode rrf``) takes ``rrf.k``.
+(``MixRetrieveRanker``, its batch twin, a batch mix joiner) takes ``mix``; an ``RRFBatchJoiner`` (what ``needle
+search`` and ``needle eval`` run for ``--mode rrf``) takes ``rrf.k``.
 Haystack's ``DocumentJoiner`` in the single-query rrf_search.yaml fixes k = 61 and names none, and Milvus's own RRF
 (``rrf_k``, on 1-based ranks) is not a fitted value: both are left as they are.
 """
@@ -26,13 +26,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from components.joiners.rrf_batch_joiner import MAX_K
 from needle.index_generations import FUSION_FILE, NeedleError
 
 SCHEMA = "needle.fusion/1"
 MIX_KEYS = ("baseline", "amplitude", "slope", "midpoint")
 MAX_SLOPE = 1000.0  # the sigmoid is a step long before this; a larger value is a damaged file
 MAX_MIDPOINT = 100000.0  # characters (a query holds at most this many: components.checks)
-MAX_RRF_K = 1000
 
 
 @dataclass(frozen=True)
@@ -92,8 +92,8 @@ def parse_fusion(text: str, path: Path) -> Fusion:
     _check_mix(mix, path)
     rrf = _object(top["rrf"], path, "rrf", {"k"})
     k = rrf["k"]
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_RRF_K:
-        raise NeedleError(f"{path}: field rrf.k must be an integer in [1, {MAX_RRF_K}], got {k!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise NeedleError(f"{path}: field rrf.k must be an integer in [1, {MAX_K}], got {k!r}")
     fitted = top["fitted_on"]
     if not isinstance(fitted, dict):
         raise NeedleError(f"{path}: field fitted_on must be an object, got {type(fitted).__name__}")
@@ -165,21 +165,15 @@ def write_fusion(index_dir: Path, fusion: Fusion) -> Path:
     return path
 
 
-def _is_rrf(spec: dict[str, Any]) -> bool:
-    """Whether a component spec is a reciprocal rank fusion whose ``k`` counts from 0 (ours, or a joiner's mode)."""
-    params = spec.get("init_parameters", {})
-    return str(spec.get("type", "")).endswith(".RRFBatchJoiner") or params.get("join_mode") == "reciprocal_rank_fusion"
-
-
 def apply_fusion(data: dict[str, Any], index_dir: Path) -> dict[str, Any]:
     """Fill a search pipeline dict's fusion parameters from DIR/fusion.json (unchanged when there is none)."""
     fusion = read_fusion(index_dir)
     if fusion is None:
         return data
     for spec in data["components"].values():
-        params = spec.get("init_parameters", {})
+        params = spec.setdefault("init_parameters", {})
         if set(MIX_KEYS) <= set(params):
             params.update(asdict(fusion.mix))
-        elif "k" in params and _is_rrf(spec):
+        elif str(spec.get("type", "")).endswith(".RRFBatchJoiner"):
             params["k"] = fusion.rrf_k
     return data

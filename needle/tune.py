@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from components.joiners.rrf_batch_joiner import RRF_K
 from needle.fusion import Fusion, Mix, write_fusion
 from needle.index_dir import DEFAULT_MODEL
 from needle.index_generations import take_lock
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 DEPTH = 100  # candidates per side, as the hybrid pipelines retrieve
 BATCH = 64  # queries per search call
 HELD_OUT = "test"  # the split `needle eval` scores by default
-RRF_DEFAULT_K = 61  # Haystack's DocumentJoiner
 
 
 def add_parser(sub: Any) -> None:
@@ -108,7 +108,7 @@ def scores(c: "Candidates", mix: Mix, k: int, qrels: dict[str, dict[str, int]], 
             "tuned": score(rankings(c, mix_scores(c, mix), DEPTH)),
         },
         "rrf": {
-            "default": score(rankings(c, rrf_scores(c, RRF_DEFAULT_K), DEPTH, c.rrf_position)),
+            "default": score(rankings(c, rrf_scores(c, RRF_K), DEPTH, c.rrf_position)),
             "tuned": score(rankings(c, rrf_scores(c, k), DEPTH, c.rrf_position)),
         },
     }
@@ -129,14 +129,6 @@ def held_out(dataset_dir: Path, split: str, index_dir: Path, mix: Mix, k: int) -
     return scores(fetch(index_dir, test), mix, k, test.qrels, list(test.queries))
 
 
-def rrf_takes_k() -> bool:
-    """Whether the rrf pipeline `needle search` runs (rrf_batch_search.yaml) names a ``k`` that fusion.json sets."""
-    from needle import pipeline_files as pf
-
-    specs = pf.load_template("rrf_batch_search")["components"].values()
-    return any("k" in spec.get("init_parameters", {}) for spec in specs)
-
-
 def format_report(report: dict[str, Any]) -> str:
     """The report for people: fitted values, train fit, and the held-out test figures, clearly labelled."""
     fusion, fitted = report["fusion"], report["fusion"]["fitted_on"]
@@ -144,7 +136,7 @@ def format_report(report: dict[str, Any]) -> str:
     lines = [
         f"tuned on {fitted['dataset']} {fitted['split']} ({fitted['queries']} queries), model {fitted['model']}",
         f"  mix: {mix}",
-        f"  rrf: k {fusion['rrf']['k']}" + ("" if rrf_takes_k() else " (recorded; rrf's joiner fixes k=61)"),
+        f"  rrf: k {fusion['rrf']['k']}",
         f"wrote {report['fusion_file']}; generation {report['generation']} carries it",
     ]
     for label, part in ((f"{fitted['split']} (fitted on)", report["train"]), ("test, not fitted on", report["test"])):
@@ -152,5 +144,6 @@ def format_report(report: dict[str, Any]) -> str:
             continue
         lines.append(f"nDCG@10 on {label}, {part['queries']} queries:")
         lines.append(f"  mix  default {part['mix']['default']:.4f}  tuned {part['mix']['tuned']:.4f}")
-        lines.append(f"  rrf  k=61 {part['rrf']['default']:.4f}  k={fusion['rrf']['k']} {part['rrf']['tuned']:.4f}")
+        rrf = part["rrf"]
+        lines.append(f"  rrf  k={RRF_K} {rrf['default']:.4f}  k={fusion['rrf']['k']} {rrf['tuned']:.4f}")
     return "\n".join(lines)
