@@ -13,9 +13,10 @@ from haystack import Document, component
 
 from components.checks import check_queries
 from components.joiners.candidate_sides import checked_scores, sides
-from components.rankers.mix_retrieve_ranker import SIDES, MixRetrieveRankerBase, min_max
+from components.rankers.mix_retrieve_ranker import MixRetrieveRankerBase, min_max
 from components.rankers.reranker_base import top_k_order
 from components.retrievers.candidates import Candidates, Side
+from components.stores.hits import collector_paused
 
 
 @component
@@ -56,32 +57,37 @@ class MixBatchJoiner(MixRetrieveRankerBase):
         check_queries(queries)
         top_k = self._resolve_top_k(top_k)
         connected = sides(len(queries), dense_candidates, sparse_candidates)
-        return {"documents": [self._fuse_query(q, query, connected, top_k) for q, query in enumerate(queries)]}
+        with collector_paused():
+            return {"documents": [self._fuse_query(q, query, connected, top_k) for q, query in enumerate(queries)]}
 
     def _fuse_query(self, q: int, query: str, connected: list[tuple[Side, Candidates]], top_k: int) -> list[Document]:
-        """``MixRetrieveRanker``'s fusion of query ``q``: normalise per side, merge by id, weigh, keep ``top_k``."""
+        """``MixRetrieveRanker``'s fusion of query ``q``: normalise per side, merge by id, weigh, keep ``top_k``.
+
+        The fused score of every passage is summed per side over one array (a side that did not find a passage adds
+        ``weight * 0.0``, which leaves the sum exactly what the ranker's per-passage sum is).
+        """
         dense_weight = self.dense_weight(query)
         weights = {"dense": dense_weight, "sparse": 1.0 - dense_weight}
         raw: dict[Side, dict[str, float]] = {}
         first: dict[str, tuple[Candidates, int]] = {}  # where each passage was first found (dense before sparse)
         for side, candidates in connected:
-            side_raw: dict[str, float] = {}
-            for position, (doc_id, score) in enumerate(
-                zip(candidates.ids(q), checked_scores(candidates, q, f"{side}_candidates"), strict=True)
-            ):
-                first.setdefault(doc_id, (candidates, position))
-                side_raw[doc_id] = max(side_raw.get(doc_id, -math.inf), score)  # a repeated passage keeps its best
+            ids = candidates.ids(q)
+            side_raw = best_scores(ids, checked_scores(candidates, q, f"{side}_candidates"))
+            for position, doc_id in enumerate(ids):
+                if doc_id not in first:
+                    first[doc_id] = (candidates, position)
             if side_raw:
                 raw[side] = side_raw
         if not first:
             return []
-        normalised = {side: dict(zip(r, min_max(list(r.values())), strict=True)) for side, r in raw.items()}
-        found = {doc_id: [side for side in SIDES if doc_id in raw.get(side, {})] for doc_id in first}
-        fused = [sum(weights[side] * normalised[side][doc_id] for side in found[doc_id]) for doc_id in first]
-        ids = list(first)
+        fused = np.zeros(len(first))
+        for side, side_raw in raw.items():
+            normalised = dict(zip(side_raw, min_max(list(side_raw.values())), strict=True))
+            fused += weights[side] * np.array([normalised.get(doc_id, 0.0) for doc_id in first])
+        order = list(first)
         return [
-            self._output(q, first[ids[i]], found[ids[i]], raw, fused[i])
-            for i in top_k_order(np.array(fused, dtype=np.float64), top_k)
+            self._output(q, first[order[i]], [side for side in raw if order[i] in raw[side]], raw, float(fused[i]))
+            for i in top_k_order(fused, top_k)
         ]
 
     @staticmethod
@@ -97,3 +103,13 @@ class MixBatchJoiner(MixRetrieveRankerBase):
         for side in sources:
             meta[f"{side}_score"] = raw[side][doc_id]
         return candidates.document(q, position, score=score, meta=meta)
+
+
+def best_scores(ids: tuple[str, ...], scores: list[float]) -> dict[str, float]:
+    """Each passage's score by id, in first-seen order; a passage listed twice keeps its best score."""
+    best = dict(zip(ids, scores, strict=True))
+    if len(best) < len(ids):
+        best = {}
+        for doc_id, score in zip(ids, scores, strict=True):
+            best[doc_id] = max(best.get(doc_id, -math.inf), score)
+    return best

@@ -18,6 +18,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from components.checks import check_top_k
 from components.joiners.candidate_sides import sides
 from components.retrievers.candidates import Candidates, Side
+from components.stores.hits import collector_paused
 
 RRF_K = 61  # Haystack's constant: the paper's 60, plus 1 for 0-based ranks
 MAX_K = 1000
@@ -91,7 +92,8 @@ class RRFBatchJoiner:
         count = len(dense_candidates if dense_candidates is not None else sparse_candidates or [])
         # DocumentJoiner in rrf_search.yaml gets the BM25 list first (see the module docstring).
         connected = sides(count, dense_candidates, sparse_candidates)[::-1]
-        return {"documents": [self._fuse_query(q, connected, top_k) for q in range(count)]}
+        with collector_paused():
+            return {"documents": [self._fuse_query(q, connected, top_k) for q in range(count)]}
 
     def _fuse_query(self, q: int, connected: list[tuple[Side, Candidates]], top_k: int) -> list[Document]:
         """DocumentJoiner's ``_reciprocal_rank_fusion`` for query ``q``, then its stable sort by score and cut."""

@@ -25,6 +25,11 @@ class RecentDocuments:
         """The document with this id when it is still kept, else None."""
         return self._documents.get(doc_id)
 
+    def get_many(self, ids: list[str]) -> list[Document | None]:
+        """``get`` for each id, in order."""
+        kept = self._documents.get
+        return [kept(doc_id) for doc_id in ids]
+
     def remember(self, documents: dict[str, Document]) -> None:
         """Keep these newly decoded documents, dropping the oldest beyond ``size``."""
         kept = self._documents

@@ -37,7 +37,11 @@ class BM25BatchCandidateRetriever(BM25BatchRetriever):
         :returns: ``{"candidates": Candidates}``: one best-first list per query, in query order.
         :raises ValueError: If a query (named ``queries[i]``) or ``top_k`` breaks the rules of ``components.checks``.
         """
-        return {"candidates": Candidates(self._retrieve(queries, filters, top_k), "sparse")}
+        return {
+            "candidates": Candidates.shared(
+                self._scored(queries, filters, top_k, self.document_store.bm25_shared_hits_batch), "sparse"
+            )
+        }
 
     @component.output_types(candidates=Candidates)
     async def run_async(  # type: ignore[override]

@@ -1,7 +1,8 @@
 """Keyword retrieval with BM25 for many queries at once: one multi-threaded bm25s call per batch."""
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
@@ -9,6 +10,8 @@ from haystack.document_stores.types import FilterPolicy
 from components.checks import check_queries
 from components.retrievers.retriever_common import StoreRetrieverBase
 from components.stores.bm25.document_store import BM25DocumentStore
+
+T = TypeVar("T")
 
 
 @component
@@ -85,7 +88,14 @@ class BM25BatchRetriever(StoreRetrieverBase[BM25DocumentStore]):
         return {"documents": self._retrieve(queries, filters, top_k)}
 
     def _retrieve(self, queries: list[str], filters: dict[str, Any] | None, top_k: int | None) -> list[list[Document]]:
-        """Check the run's inputs and score every query; one query is scored in this thread.
+        """New hit Documents per query (``_scored`` with the store's ``bm25_retrieval_batch``)."""
+        return self._scored(queries, filters, top_k, self.document_store.bm25_retrieval_batch)
+
+    def _scored(
+        self, queries: list[str], filters: dict[str, Any] | None, top_k: int | None, search: Callable[..., list[T]]
+    ) -> list[T]:
+        """Check the run's inputs and score every query with ``search`` (a store method); one query is scored in
+        this thread.
 
         Handing a single query to a thread pool costs more than scoring it (thread start-up: ~1 ms on 2 cores),
         and the hits do not depend on the number of threads.
@@ -93,7 +103,7 @@ class BM25BatchRetriever(StoreRetrieverBase[BM25DocumentStore]):
         check_queries(queries)
         filters, top_k = self._run_settings(filters, top_k)
         threads = self.n_threads if len(queries) > 1 else 0
-        return self.document_store.bm25_retrieval_batch(queries, filters=filters, top_k=top_k, n_threads=threads)
+        return search(queries, filters=filters, top_k=top_k, n_threads=threads)
 
     @component.output_types(documents=list[list[Document]])
     async def run_async(

@@ -9,6 +9,8 @@ from haystack import component
 from components.retrievers.candidates import Candidates
 from components.retrievers.faiss.embedding_retriever import FAISSRetrieverBase
 
+NAME = "query_embeddings"
+
 
 @component
 class FAISSBatchCandidateRetriever(FAISSRetrieverBase):
@@ -41,8 +43,10 @@ class FAISSBatchCandidateRetriever(FAISSRetrieverBase):
         :param top_k: overrides the init ``top_k``, in [1, 10000].
         :returns: ``{"candidates": Candidates}``, one best-first list per query, in query order.
         """
-        hits = self._search_embeddings(query_embeddings, "query_embeddings", filters, top_k)
-        return {"candidates": Candidates(hits, "dense")}
+        if self.return_embedding:  # the stored documents lack their embeddings: copy each hit with its own
+            return {"candidates": Candidates(self._search_embeddings(query_embeddings, NAME, filters, top_k), "dense")}
+        shared = self._searched(query_embeddings, NAME, filters, top_k, self.document_store.search_shared_hits)
+        return {"candidates": Candidates.shared(shared, "dense")}
 
     @component.output_types(candidates=Candidates)
     async def run_async(

@@ -1,6 +1,7 @@
 """FAISSEmbeddingRetriever: dense retrieval of one query from a FAISSDocumentStore."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 from haystack import Document, component
@@ -9,6 +10,8 @@ from haystack.document_stores.types import FilterPolicy
 from components.retrievers.embedding_runs import SingleEmbeddingRuns
 from components.retrievers.retriever_common import StoreRetrieverBase
 from components.stores.faiss.document_store import FAISSDocumentStore
+
+T = TypeVar("T")
 
 
 def query_matrix(embeddings: list[list[float]] | np.ndarray, name: str) -> np.ndarray:
@@ -65,11 +68,25 @@ class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
         :param name: the run parameter the embeddings came from, named in errors.
         :returns: one best-first list per embedding, in order (none for no embeddings).
         """
+
+        def search(queries: np.ndarray, k: int, run_filters: dict[str, Any] | None) -> list[list[Document]]:
+            return self.document_store.search(queries, k, filters=run_filters, return_embedding=self.return_embedding)
+
+        return self._searched(embeddings, name, filters, top_k, search)
+
+    def _searched(
+        self,
+        embeddings: list[list[float]] | np.ndarray,
+        name: str,
+        filters: dict[str, Any] | None,
+        top_k: int | None,
+        search: Callable[[np.ndarray, int, dict[str, Any] | None], list[T]],
+    ) -> list[T]:
+        """``search(query matrix, top_k, filters)`` with this run's filters and top_k; [] for no embeddings."""
         filters, top_k = self._run_settings(filters, top_k)
         if not len(embeddings):
             return []
-        queries = query_matrix(embeddings, name)
-        return self.document_store.search(queries, top_k, filters=filters, return_embedding=self.return_embedding)
+        return search(query_matrix(embeddings, name), top_k, filters)
 
 
 @component

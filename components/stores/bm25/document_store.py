@@ -14,7 +14,7 @@ from haystack.utils.filters import document_matches_filter
 from components.checks import check_filters, check_queries, check_query, check_top_k
 from components.stores.async_twins import DocumentStoreAsyncTwins, twin
 from components.stores.bm25.document_table import JsonlDocumentTable
-from components.stores.bm25.documents import DocumentsState, StoredDocuments, apply_policy, as_hit, copied
+from components.stores.bm25.documents import DocumentsState, StoredDocuments, apply_policy, copied
 from components.stores.bm25.generation_files import document_table, write_generation
 from components.stores.bm25.index import BM25Index, IndexState
 from components.stores.bm25.persistence import GENERATIONS, MANIFEST
@@ -22,6 +22,7 @@ from components.stores.bm25.segments import BM25Params, MainSegment
 from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init
 from components.stores.bm25.tokenizers import BM25Tokenizer, TokenizerSetting
 from components.stores.document_checks import check_document_list, check_documents_storable, check_meta_storable
+from components.stores.hits import SharedHits, collector_paused, hit
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 
@@ -308,6 +309,22 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
             or top_k is not an integer in [1, 10000] (``components.checks``).
         :raises FilterError: If ``filters`` is not in Haystack's filter syntax.
         """
+        found = self._hits(queries, filters, top_k, n_threads)
+        with collector_paused():
+            return [[hit(doc, score, "sparse") for doc, score in zip(*hits, strict=True)] for hits in found]
+
+    def bm25_shared_hits_batch(
+        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int = 10, n_threads: int = 0
+    ) -> list[SharedHits]:
+        """
+        ``bm25_retrieval_batch``'s hits as the store's own Documents and their scores, per query: nothing is
+        copied, so a fusion stage builds Documents only for what it keeps. The Documents are shared with the
+        store: read them, never change them (``Candidates.shared`` hands out copies).
+        """
+        return self._hits(queries, filters, top_k, n_threads)
+
+    def _hits(self, queries: list[str], filters: dict[str, Any] | None, top_k: int, n_threads: int) -> list[SharedHits]:
+        """Check the inputs, score every query, and look the hits up (stored Documents, scores)."""
         check_queries(queries, "queries")
         check_top_k(top_k)
         check_filters(filters)
@@ -319,12 +336,16 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         hits = snapshot.search(terms, top_k, n_threads, main_accept, delta_accept)
         with self._lock:  # a document deleted since the snapshot is no longer returned
             index = self._ready()
-            ids = list(dict.fromkeys(doc_id for query_hits in hits for doc_id, _ in query_hits if doc_id in index))
-            found = dict(zip(ids, self._documents.get(ids), strict=True))
-        return [[as_hit(found[i], score) for i, score in query_hits if i in found] for query_hits in hits]
+            if index.version != snapshot.version:
+                hits = [[(doc_id, score) for doc_id, score in query_hits if doc_id in index] for query_hits in hits]
+            ids = [doc_id for query_hits in hits for doc_id, _ in query_hits]
+            ids = list(dict.fromkeys(ids)) if len(hits) > 1 else ids  # one query's hits are distinct
+            found = dict(zip(ids, self._documents.get(ids), strict=True)) if ids else {}
+        return [([found[i] for i, _ in query_hits], [score for _, score in query_hits]) for query_hits in hits]
 
     bm25_retrieval_async = twin(bm25_retrieval)
     bm25_retrieval_batch_async = twin(bm25_retrieval_batch)
+    bm25_shared_hits_batch_async = twin(bm25_shared_hits_batch)
 
     def save(self, path: str | None = None) -> None:
         """

@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 from haystack import Document
@@ -110,7 +110,9 @@ class JsonlDocumentTable:
         """These documents (shared: callers copy before changing one), each read from its own line unless it is
         still kept decoded; a line must hold the expected id."""
         recent = self._recent
-        kept = [recent.get(doc_id) for doc_id in ids]
+        kept = recent.get_many(ids)
+        if all(kept):  # no None: every one is still decoded (the usual case for repeated queries)
+            return cast(list[Document], kept)
         missing = [doc_id for doc_id, doc in zip(ids, kept, strict=True) if doc is None]
         read = {doc_id: self._read(self._row_of(doc_id), doc_id) for doc_id in missing}
         if read:

@@ -112,6 +112,11 @@ class BM25Index:
         """Number of live documents."""
         return len(self._row_of) + len(self._delta)
 
+    @property
+    def version(self) -> int:
+        """Changes with every mutation: a snapshot of this version still shows the live documents."""
+        return self._version
+
     def __contains__(self, doc_id: object) -> bool:
         """Whether a live document has this id."""
         return doc_id in self._row_of or doc_id in self._delta

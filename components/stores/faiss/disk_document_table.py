@@ -19,7 +19,8 @@ from haystack import Document
 from haystack.utils.filters import document_matches_filter
 
 from components.stores.document_checks import encode_document
-from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded, derived
+from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded
+from components.stores.hits import derived
 
 
 class DiskDocumentTable(SQLiteDocumentTable):
@@ -43,6 +44,10 @@ class DiskDocumentTable(SQLiteDocumentTable):
         """A Document decoded from the row with ``document_id`` (without embedding), or None."""
         found = self._db.execute("SELECT document FROM documents WHERE id = ?", (document_id,)).fetchone()
         return None if found is None else decoded(found[0])
+
+    def documents_of(self, document_ids: list[str]) -> list[Document | None]:
+        """``document_of`` for each id, in order."""
+        return [self.document_of(doc_id) for doc_id in document_ids]
 
     def has_embedding(self, row: int) -> bool:
         """Whether the document in ``row`` was stored with an embedding."""

@@ -29,6 +29,7 @@ from components.stores.faiss.row_writes import RowWrites
 from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
 from components.stores.faiss.vector_index import FAISSVectorIndex
+from components.stores.hits import SharedHits, collector_paused
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 T = TypeVar("T")
@@ -257,20 +258,41 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
         :param filters: Haystack filters; matching rows are searched exactly with a FAISS IDSelector.
         :returns: per query, new Documents with ``score`` and ``meta["retrieval_type"] = "dense"``.
         """
+        with self._lock:
+            table, rows, scores = self._search_rows(query_embeddings, top_k, filters)
+            embeddings = table.embedding_lists(np.unique(rows).tolist()) if return_embedding else {}
+            with collector_paused():
+                return [table.hits(r, s, embeddings) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
+
+    def search_shared_hits(
+        self, query_embeddings: np.ndarray, top_k: int, filters: dict[str, Any] | None = None
+    ) -> list[SharedHits]:
+        """
+        ``search``'s hits as the store's own Documents and their scores, per query: nothing is copied, so a fusion
+        stage builds Documents only for what it keeps. The Documents are shared with the store: read them, never
+        change them (``Candidates.shared`` hands out copies).
+        """
+        with self._lock:
+            table, rows, scores = self._search_rows(query_embeddings, top_k, filters)
+            return [table.shared_hits(r, s) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
+
+    def _search_rows(
+        self, query_embeddings: np.ndarray, top_k: int, filters: dict[str, Any] | None
+    ) -> tuple[SQLiteDocumentTable, np.ndarray, np.ndarray]:
+        """Check a search's inputs and run it: the table, then FAISS rows and scores per query (-1: no hit)."""
         check_top_k(top_k)
         check_filters(filters)
-        with self._lock:
-            table = self._ready()
-            queries = check_queries(query_embeddings, self.embedding_dim)
-            candidates = None
-            if filters:
-                matching = table.filter_rows(filters)
-                candidates = np.array([row for row in matching if table.has_embedding(row)], dtype=np.int64)
-            scores, rows = self._nearest(queries, top_k, candidates)
-            embeddings = table.embedding_lists(np.unique(rows).tolist()) if return_embedding else {}
-            return [table.hits(r, s, embeddings) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
+        table = self._ready()
+        queries = check_queries(query_embeddings, self.embedding_dim)
+        candidates = None
+        if filters:
+            matching = table.filter_rows(filters)
+            candidates = np.array([row for row in matching if table.has_embedding(row)], dtype=np.int64)
+        scores, rows = self._nearest(queries, top_k, candidates)
+        return table, rows, scores
 
     search_async = twin(search)
+    search_shared_hits_async = twin(search_shared_hits)
 
     def save(self) -> None:
         """

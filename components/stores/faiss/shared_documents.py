@@ -16,6 +16,7 @@ import sqlite3
 import threading
 import weakref
 from pathlib import Path
+from typing import cast
 
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
@@ -69,12 +70,12 @@ class SavedDocuments:
     def get(self, ids: list[str]) -> list[Document]:
         """These documents, in this order; every id must be stored (else DocumentStoreError naming the ids)."""
         loaded = _LOADED.get(self._generation)
-        found = {doc_id: doc for doc_id in ids if (doc := loaded.document_of(doc_id)) is not None} if loaded else {}
-        missing = [doc_id for doc_id in dict.fromkeys(ids) if doc_id not in found]
-        if missing:
-            decoded = self._decoded
-            found.update((doc_id, doc) for doc_id in missing if (doc := decoded.get(doc_id)) is not None)
-            missing = [doc_id for doc_id in missing if doc_id not in found]
+        docs = loaded.documents_of(ids) if loaded is not None else self._decoded.get_many(ids)
+        if all(docs):  # no None: all found without reading (the usual case)
+            return cast(list[Document], docs)
+        missing = [doc_id for doc_id, doc in zip(ids, docs, strict=True) if doc is None]
+        found = {doc_id: doc for doc_id, doc in zip(missing, self._decoded.get_many(missing), strict=True) if doc}
+        missing = [doc_id for doc_id in dict.fromkeys(missing) if doc_id not in found]
         if missing:
             found.update(self._read(missing))
         lacking = [doc_id for doc_id in missing if doc_id not in found]
@@ -83,7 +84,7 @@ class SavedDocuments:
                 f"document store at {self.path} (document_store_path) lacks documents the BM25 index holds "
                 f"({len(lacking)} ids, e.g. {lacking[:5]}): both stores must index the same corpus"
             )
-        return [found[doc_id] for doc_id in ids]
+        return [doc if doc is not None else found[doc_id] for doc_id, doc in zip(ids, docs, strict=True)]
 
     def _read(self, ids: list[str]) -> dict[str, Document]:
         """Read and decode documents by id from the SQLite file."""
