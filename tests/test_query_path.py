@@ -7,6 +7,7 @@ DocumentJoiner per query for rrf) for batches.
 """
 
 import copy
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from components.joiners.rrf_batch_joiner import RRFBatchJoiner
 from components.retrievers.bm25.batch_candidate_retriever import BM25BatchCandidateRetriever
 from components.retrievers.candidates import Candidates
 from components.retrievers.faiss.batch_candidate_retriever import FAISSBatchCandidateRetriever
+from components.stores.hits import collector_paused
 from needle import pipeline_files as pf
 from needle.index_dir import DEFAULT_MODEL, IndexManifest, fill_search_pipeline
 from needle.indexing import build_index
@@ -110,18 +112,56 @@ def test_batches_answer_as_the_batch_pipelines_did(index: Path, mode: str, top_k
     assert all(len(hits) == min(top_k, 274) for hits in got if mode != "bm25")
 
 
-def test_documents_come_back_whole_and_changing_them_changes_no_later_answer(index: Path) -> None:
-    searcher = Searcher(index, "hybrid", 10)
-    first = searcher.search(QUERIES[:1])[0]
+@pytest.mark.filterwarnings("ignore:Mutating attribute")  # what a careless caller does: Haystack warns, we survive
+@pytest.mark.parametrize("queries", [QUERIES[:1], QUERIES[:2]], ids=["single", "batch"])
+@pytest.mark.parametrize("mode", MODES)
+def test_documents_come_back_whole_and_changing_them_changes_no_later_answer(
+    index: Path, mode: str, queries: list[str]
+) -> None:
+    searcher = Searcher(index, mode, 10)
+    first = searcher.search(queries)[0]
     before = copy.deepcopy(shown(first))
     for doc in first:
         assert doc.content
         assert doc.meta["title"]
         assert doc.score is not None
-        assert doc.meta["retrieval_sources"]
+        if mode == "hybrid":
+            assert doc.meta["retrieval_sources"]
+            doc.meta["retrieval_sources"].append("changed")
         doc.meta["title"] = "changed"
-        doc.meta["retrieval_sources"].append("changed")
-    assert shown(searcher.search(QUERIES[:1])[0]) == before
+        doc.content = "changed"
+        doc.score = -1.0
+    assert shown(searcher.search(queries)[0]) == before
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_search_leaves_the_garbage_collector_as_it_found_it(index: Path, enabled: bool) -> None:
+    searcher = Searcher(index, "hybrid", 100)
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert searcher.search(QUERIES)
+        assert gc.isenabled() is enabled
+        with pytest.raises(ValueError, match="inside the block"), collector_paused():
+            raise ValueError("a failure inside the block")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+def test_shared_candidates_read_out_new_hits_and_leave_the_stored_documents_alone() -> None:
+    stored = [Document(id="a", content="alpha", meta={"x": 1}), Document(id="b", content="beta")]
+    candidates = Candidates.shared([(stored, [2.0, 1.0])], "sparse")
+    hit = candidates.document(0, 0)
+    assert (hit.id, hit.score, hit.meta) == ("a", 2.0, {"x": 1, "retrieval_type": "sparse"})
+    hit.meta["x"] = 99
+    assert stored[0].meta == {"x": 1}
+    assert stored[0].score is None
+    assert candidates.scores(0) == (2.0, 1.0)
+    as_hits = Candidates([candidates.documents(0)], "sparse")
+    assert [shown(as_hits.documents(0))] == [shown(candidates.documents(0))]
+    again = Candidates.from_dict(candidates.to_dict())
+    assert shown(again.documents(0)) == shown(candidates.documents(0))
 
 
 def test_candidates_are_immutable_values() -> None:
