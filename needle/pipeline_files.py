@@ -11,6 +11,7 @@ import yaml
 from haystack import Document, Pipeline
 
 import components  # noqa: F401  (allowlists our modules for deserialization)
+from needle.direct_run import DirectRun
 
 PIPELINES_DIR = Path(__file__).resolve().parent.parent / "pipelines"
 
@@ -58,10 +59,8 @@ class QueryPipeline:
     With ``input_name="queries"`` it drives a batch pipeline instead: one run takes every query and its
     ``documents`` output holds one list per query.
 
-    A pipeline of one component (bm25_search.yaml, bm25_batch_search.yaml) has nothing to orchestrate: its
-    component is run directly. ``Pipeline.run`` costs about 0.15-0.3 ms per call on Python 3.11 whatever it runs
-    (input deep copies, queue and socket checks, tracing spans), as long as a whole BM25 query on a small corpus;
-    the component gets the same inputs and gives the same documents (benchmarks/bench_end_to_end.py).
+    An acyclic pipeline of this project's components runs stage by stage without ``Pipeline.run``'s per-component
+    machinery (``needle.direct_run``); the components get the same inputs and give the same documents.
     """
 
     def __init__(self, data: dict[str, Any], source: str, input_name: str = "query", warm_up: bool = True) -> None:
@@ -78,17 +77,10 @@ class QueryPipeline:
         self.targets = [t.split(".", 1) for t in targets]
         self.output = outputs["documents"].split(".", 1)
         self.pipeline = build(data)
-        self.alone = self._only_component()
+        self.direct = DirectRun.plan(self.pipeline, {(name, socket) for name, socket in self.targets})
         self.warm = warm_up
         if warm_up:
             self.pipeline.warm_up()
-
-    def _only_component(self) -> Any:
-        """The pipeline's component when it is the only one and both the input and the output name it, else None."""
-        names = list(self.pipeline.graph.nodes)
-        if len(names) != 1 or any(name != names[0] for name, _ in [*self.targets, self.output]):
-            return None
-        return self.pipeline.get_component(names[0])
 
     @overload
     def run(self, query: str) -> list[Document]: ...
@@ -102,11 +94,11 @@ class QueryPipeline:
         for name, socket in self.targets:
             feed.setdefault(name, {})[socket] = query
         name, socket = self.output
-        if self.alone is not None:
+        if self.direct is not None:
             if not self.warm:  # Pipeline.run warms its components up; so does the first direct run
                 self.pipeline.warm_up()
                 self.warm = True
-            outputs = {name: self.alone.run(**feed[name])}
+            outputs = self.direct.run(feed)
         else:
             outputs = self.pipeline.run(feed, include_outputs_from={name})
         documents: list[Document] | list[list[Document]] = outputs[name][socket]

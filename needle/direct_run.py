@@ -1,0 +1,70 @@
+"""DirectRun: an acyclic pipeline of this project's components run stage by stage, outputs handed straight on.
+
+``Pipeline.run`` costs 0.15-0.3 ms per component per call on Python 3.11 whatever the component does: it
+deep-copies every input (a copy per list element, with runtime Protocol checks), re-checks every socket of every
+component to pick the next one, warms each component up again and opens a tracing span per component. A hybrid
+query runs four components, so that is about a millisecond of a ~20 ms query; a BM25 query is 0.3 ms in all.
+
+Nothing in a query pipeline needs that machinery when the graph has no cycle, no socket takes several senders
+(variadic or greedy) and every component is one of ours, whose ``run`` never changes its inputs (tested with
+each component): running the components in topological order, each with the query inputs it was fed and the
+outputs of its senders, gives the same documents. Any other pipeline (Haystack's DocumentJoiner in
+rrf_search.yaml, a Milvus retriever, a conversion between sockets) keeps ``Pipeline.run``.
+"""
+
+from typing import Any
+
+import networkx as nx
+from haystack import Pipeline
+
+OURS = "components."  # the package whose components promise never to change their inputs
+Edge = tuple[str, str, str]  # receiving socket, sending component, its output socket
+
+
+class DirectRun:
+    """The components of a pipeline in topological order, each with the senders of its sockets."""
+
+    def __init__(self, steps: list[tuple[str, Any, list[Edge]]]) -> None:
+        """Hold the plan ``plan`` made: (name, component, incoming edges) per step."""
+        self.steps = steps
+
+    @classmethod
+    def plan(cls, pipeline: Pipeline, fed: set[tuple[str, str]]) -> "DirectRun | None":
+        """
+        The plan for ``pipeline`` fed at the ``(component, socket)`` pairs in ``fed``, or None when it must keep
+        ``Pipeline.run``: a cycle, a socket with several senders or a conversion, a component not of this project,
+        or a mandatory socket that neither ``fed`` nor a connection fills (``Pipeline.run`` names that error).
+        """
+        graph = pipeline.graph
+        if not nx.is_directed_acyclic_graph(graph):
+            return None
+        steps = []
+        for name in nx.topological_sort(graph):
+            node = graph.nodes[name]
+            instance = node["instance"]
+            sockets = node["input_sockets"]
+            if not type(instance).__module__.startswith(OURS):
+                return None
+            if any(socket.is_variadic or socket.is_greedy for socket in sockets.values()):
+                return None
+            edges = []
+            for sender, _, data in graph.in_edges(name, data=True):
+                if data.get("conversion_strategy") is not None:
+                    return None
+                edges.append((data["to_socket"].name, sender, data["from_socket"].name))
+            filled = {socket for socket, _, _ in edges} | {socket for component, socket in fed if component == name}
+            if any(socket.is_mandatory and key not in filled for key, socket in sockets.items()):
+                return None
+            steps.append((name, instance, edges))
+        return cls(steps)
+
+    def run(self, feed: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Run every component once, in order; returns each component's outputs by name."""
+        outputs: dict[str, dict[str, Any]] = {}
+        for name, instance, edges in self.steps:
+            inputs = dict(feed.get(name, {}))
+            for socket, sender, output in edges:
+                if output in outputs[sender]:
+                    inputs[socket] = outputs[sender][output]
+            outputs[name] = instance.run(**inputs)
+        return outputs
