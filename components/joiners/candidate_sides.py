@@ -1,6 +1,9 @@
 """What the fusion joiners share: one Candidates per side, checked against its socket and the number of queries."""
 
 import math
+from typing import cast
+
+import numpy as np
 
 from components.retrievers.candidates import Candidates, Side
 
@@ -26,8 +29,11 @@ def sides(count: int, dense: Candidates | None, sparse: Candidates | None) -> li
 
 def checked_scores(candidates: Candidates, query: int, socket: str) -> list[float]:
     """Query ``query``'s scores as floats; ValueError naming the hit whose score is missing, NaN or infinite."""
+    given = candidates.scores(query)
+    if set(map(type, given)) <= {float, int} and np.isfinite(np.array(given, dtype=np.float64)).all():
+        return [float(cast(float, score)) for score in given]  # the usual case, checked at C speed
     scores = []
-    for position, score in enumerate(candidates.scores(query)):
+    for position, score in enumerate(given):
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
             doc_id = candidates.ids(query)[position]
             raise ValueError(

@@ -1,5 +1,6 @@
 """A Haystack document store searched with BM25 through bm25s: English, Chinese, persisted, incremental."""
 
+import itertools
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from components.stores.async_twins import DocumentStoreAsyncTwins, twin
 from components.stores.bm25.document_table import JsonlDocumentTable
 from components.stores.bm25.documents import DocumentsState, StoredDocuments, apply_policy, copied
 from components.stores.bm25.generation_files import document_table, write_generation
-from components.stores.bm25.index import BM25Index, IndexState
+from components.stores.bm25.index import BM25Index, IdHits, IndexState
 from components.stores.bm25.persistence import GENERATIONS, MANIFEST
 from components.stores.bm25.segments import BM25Params, MainSegment
 from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init
@@ -337,11 +338,10 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         with self._lock:  # a document deleted since the snapshot is no longer returned
             index = self._ready()
             if index.version != snapshot.version:
-                hits = [[(doc_id, score) for doc_id, score in query_hits if doc_id in index] for query_hits in hits]
-            ids = [doc_id for query_hits in hits for doc_id, _ in query_hits]
-            ids = list(dict.fromkeys(ids)) if len(hits) > 1 else ids  # one query's hits are distinct
-            found = dict(zip(ids, self._documents.get(ids), strict=True)) if ids else {}
-        return [([found[i] for i, _ in query_hits], [score for _, score in query_hits]) for query_hits in hits]
+                hits = [_live(index, ids, scores) for ids, scores in hits]
+            found = self._documents.get([doc_id for ids, _ in hits for doc_id in ids])
+        ends = list(itertools.accumulate(len(ids) for ids, _ in hits))
+        return [(found[end - len(ids) : end], scores) for (ids, scores), end in zip(hits, ends, strict=True)]
 
     bm25_retrieval_async = twin(bm25_retrieval)
     bm25_retrieval_batch_async = twin(bm25_retrieval_batch)
@@ -423,3 +423,9 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
             if not self.autosave:  # saved once at the end (a streamed build): written documents wait on disk
                 self._documents.spill_to(Path(self.path))
         self._index = BM25Index(params, self.compaction_ratio, main)
+
+
+def _live(index: BM25Index, ids: list[str], scores: list[float]) -> IdHits:
+    """The hits whose documents ``index`` still holds."""
+    kept = [(doc_id, score) for doc_id, score in zip(ids, scores, strict=True) if doc_id in index]
+    return [doc_id for doc_id, _ in kept], [score for _, score in kept]

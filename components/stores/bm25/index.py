@@ -37,6 +37,10 @@ IndexState = tuple[
 ]
 
 
+IdHits = tuple[list[str], list[float]]
+"""One query's hits: document ids and their scores, best first."""
+
+
 @dataclass(frozen=True)
 class IndexSnapshot:
     """A consistent, read-only view of the index for one search; later writes do not affect it."""
@@ -55,12 +59,15 @@ class IndexSnapshot:
         n_threads: int = 0,
         main_accept: np.ndarray | None = None,
         delta_accept: np.ndarray | None = None,
-    ) -> list[list[tuple[str, float]]]:
-        """Best ``k`` (id, score) pairs per query (terms), merged over both segments, best first."""
+    ) -> list[IdHits]:
+        """Best ``k`` (ids, scores) per query (terms), merged over both segments, best first."""
         vocab = self.vocab
         ids = [[vocab[t] for t in q if t in vocab] for q in queries]
         main_hits = self._main_hits(ids, k, n_threads, main_accept)
-        delta_hits = self.delta.search(ids, k, delta_accept) if self.delta else [NO_HITS] * len(ids)
+        if self.delta is None:
+            main_ids = self.main.ids if self.main is not None else []
+            return [([main_ids[row] for row in rows.tolist()], scores.tolist()) for rows, scores in main_hits]
+        delta_hits = self.delta.search(ids, k, delta_accept)
         return [self._merge(m, d, k) for m, d in zip(main_hits, delta_hits, strict=True)]
 
     def _main_hits(self, ids: list[list[int]], k: int, n_threads: int, accept: np.ndarray | None) -> list[Hits]:
@@ -72,13 +79,13 @@ class IndexSnapshot:
             mask = self.alive if accept is None else self.alive & accept
         return self.main.search(ids, k, mask, n_threads)
 
-    def _merge(self, main: Hits, delta: Hits, k: int) -> list[tuple[str, float]]:
+    def _merge(self, main: Hits, delta: Hits, k: int) -> IdHits:
         """Interleave both segments' hits (each already best first) by score; on equal scores main rows first."""
         pairs = _pairs(self.main.ids, main) if self.main is not None else []
         if self.delta is not None and len(delta[0]):
             pairs += _pairs(self.delta.ids, delta)
             pairs.sort(key=lambda pair: -pair[1])
-        return pairs[:k]
+        return [doc_id for doc_id, _ in pairs[:k]], [score for _, score in pairs[:k]]
 
 
 def _pairs(ids: list[str], hits: Hits) -> list[tuple[str, float]]:
