@@ -1,33 +1,31 @@
 """A Haystack document store searched with BM25 through bm25s: English, Chinese, persisted, incremental."""
 
-import itertools
 import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
 from haystack.core.errors import SerializationError
 from haystack.document_stores.errors import MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
-from components.checks import check_filters, check_queries, check_query, check_top_k
-from components.stores.async_twins import DocumentStoreAsyncTwins, twin
+from components.checks import check_filters
+from components.stores.async_twins import DocumentStoreAsyncTwins
 from components.stores.bm25.document_table import JsonlDocumentTable
 from components.stores.bm25.documents import DocumentsState, StoredDocuments, apply_policy, copied
 from components.stores.bm25.generation_files import document_table, write_generation
-from components.stores.bm25.index import BM25Index, IdHits, IndexState
+from components.stores.bm25.index import BM25Index, IndexState
 from components.stores.bm25.persistence import GENERATIONS, MANIFEST
+from components.stores.bm25.searches import BM25Searches
 from components.stores.bm25.segments import BM25Params, MainSegment
 from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init
 from components.stores.bm25.tokenizers import BM25Tokenizer, TokenizerSetting
 from components.stores.document_checks import check_document_list, check_documents_storable, check_meta_storable
-from components.stores.hits import SharedHits, collector_paused, hit
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 
-class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
+class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwins):
     """
     Documents searchable with BM25 (bm25s), saved crash-safely and loaded memory-mapped.
 
@@ -162,23 +160,6 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
         """How many times the small index of recently written documents was rebuilt."""
         return self._ready().delta_builds
 
-    def warm_up(self, n_threads: int = 0) -> None:
-        """
-        Load the index and the tokenizer now; idempotent.
-
-        With ``backend="numba"`` this also loads (or, the first time on this machine, compiles) the numba
-        kernels, with and without a filter/deletion mask, instead of during the first queries; ``n_threads``
-        also starts the threads a batch search on that many threads uses.
-        """
-        index = self._ready()
-        self._tokenizer.warm_up()
-        snapshot = index.snapshot()
-        if self.backend == "numba" and snapshot.main is not None:
-            query = [[next(iter(snapshot.vocab))]]
-            everything = np.ones(snapshot.main.n_docs, dtype=bool)
-            snapshot.search(query, 1, n_threads)
-            snapshot.search(query, 1, n_threads, main_accept=everything)
-
     def count_documents(self) -> int:
         """Number of documents in the store."""
         return len(self._ready())
@@ -289,64 +270,6 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
 
         self._mutate(change)
 
-    def bm25_retrieval(self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10) -> list[Document]:
-        """Best ``top_k`` documents for ``query`` (see ``bm25_retrieval_batch``)."""
-        check_query(query, "query")
-        return self.bm25_retrieval_batch([query], filters=filters, top_k=top_k)[0]
-
-    def bm25_retrieval_batch(
-        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int = 10, n_threads: int = 0
-    ) -> list[list[Document]]:
-        """
-        Best ``top_k`` documents per query, scored with BM25, in one bm25s call.
-
-        Only documents sharing a term with the query come back (score above a no-match document's), so a query
-        made only of stopwords gets an empty list. With ``filters``, exactly ``top_k`` matching documents come
-        back when that many match and share a term with the query.
-        Each hit is a new Document with ``score`` set and ``meta["retrieval_type"] = "sparse"``.
-
-        :param n_threads: Threads scoring the batch (0 = this thread, -1 = all cores).
-        :raises ValueError: If a query is not a non-blank valid-Unicode string of at most 1,048,576 characters,
-            or top_k is not an integer in [1, 10000] (``components.checks``).
-        :raises FilterError: If ``filters`` is not in Haystack's filter syntax.
-        """
-        found = self._hits(queries, filters, top_k, n_threads)
-        with collector_paused():
-            return [[hit(doc, score, "sparse") for doc, score in zip(*hits, strict=True)] for hits in found]
-
-    def bm25_shared_hits_batch(
-        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int = 10, n_threads: int = 0
-    ) -> list[SharedHits]:
-        """
-        ``bm25_retrieval_batch``'s hits as the store's own Documents and their scores, per query: nothing is
-        copied, so a fusion stage builds Documents only for what it keeps. The Documents are shared with the
-        store: read them, never change them (``Candidates.shared`` hands out copies).
-        """
-        return self._hits(queries, filters, top_k, n_threads)
-
-    def _hits(self, queries: list[str], filters: dict[str, Any] | None, top_k: int, n_threads: int) -> list[SharedHits]:
-        """Check the inputs, score every query, and look the hits up (stored Documents, scores)."""
-        check_queries(queries, "queries")
-        check_top_k(top_k)
-        check_filters(filters)
-        index = self._ready()
-        terms = self._tokenizer_ready()(queries)
-        with self._lock:
-            snapshot = index.snapshot()
-            main_accept, delta_accept = self._documents.filter_masks(snapshot, filters) if filters else (None, None)
-        hits = snapshot.search(terms, top_k, n_threads, main_accept, delta_accept)
-        with self._lock:  # a document deleted since the snapshot is no longer returned
-            index = self._ready()
-            if index.version != snapshot.version:
-                hits = [_live(index, ids, scores) for ids, scores in hits]
-            found = self._documents.get([doc_id for ids, _ in hits for doc_id in ids])
-        ends = list(itertools.accumulate(len(ids) for ids, _ in hits))
-        return [(found[end - len(ids) : end], scores) for (ids, scores), end in zip(hits, ends, strict=True)]
-
-    bm25_retrieval_async = twin(bm25_retrieval)
-    bm25_retrieval_batch_async = twin(bm25_retrieval_batch)
-    bm25_shared_hits_batch_async = twin(bm25_shared_hits_batch)
-
     def save(self, path: str | None = None) -> None:
         """
         Save the store to ``path`` (default: the store's ``path``) as a new generation, crash-safely.
@@ -423,9 +346,3 @@ class BM25DocumentStore(TransactionalStore, DocumentStoreAsyncTwins):
             if not self.autosave:  # saved once at the end (a streamed build): written documents wait on disk
                 self._documents.spill_to(Path(self.path))
         self._index = BM25Index(params, self.compaction_ratio, main)
-
-
-def _live(index: BM25Index, ids: list[str], scores: list[float]) -> IdHits:
-    """The hits whose documents ``index`` still holds."""
-    kept = [(doc_id, score) for doc_id, score in zip(ids, scores, strict=True) if doc_id in index]
-    return [doc_id for doc_id, _ in kept], [score for _, score in kept]

@@ -11,8 +11,8 @@ from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.errors import DocumentStoreError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from components.checks import check_filters, check_top_k
-from components.stores.async_twins import DocumentStoreAsyncTwins, twin
+from components.checks import check_filters
+from components.stores.async_twins import DocumentStoreAsyncTwins
 from components.stores.crash_safe_generations import MANIFEST
 from components.stores.document_checks import check_document_list, check_meta_storable, encode_document
 from components.stores.faiss.checks import (
@@ -21,21 +21,20 @@ from components.stores.faiss.checks import (
     check_init,
     check_manifest,
     check_matrix,
-    check_queries,
     stack_embeddings,
 )
 from components.stores.faiss.disk_document_table import DiskDocumentTable
 from components.stores.faiss.row_writes import RowWrites
+from components.stores.faiss.searches import FAISSSearches
 from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
 from components.stores.faiss.vector_index import FAISSVectorIndex
-from components.stores.hits import SharedHits, collector_paused
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 T = TypeVar("T")
 
 
-class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins):
+class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentStoreAsyncTwins):
     """
     A Haystack DocumentStore with FAISS vector search, metadata pre-filtering and batch search.
 
@@ -242,57 +241,6 @@ class FAISSDocumentStore(RowWrites, TransactionalStore, DocumentStoreAsyncTwins)
             return None, True
 
         self._mutate(change)
-
-    def search(
-        self,
-        query_embeddings: np.ndarray,
-        top_k: int,
-        filters: dict[str, Any] | None = None,
-        return_embedding: bool = False,
-    ) -> list[list[Document]]:
-        """
-        Nearest documents for each query, from one vectorised FAISS call.
-
-        :param query_embeddings: float32 (Q, dim) matrix.
-        :param top_k: hits per query (at least 1); fewer only when fewer documents match.
-        :param filters: Haystack filters; matching rows are searched exactly with a FAISS IDSelector.
-        :returns: per query, new Documents with ``score`` and ``meta["retrieval_type"] = "dense"``.
-        """
-        with self._lock:
-            table, rows, scores = self._search_rows(query_embeddings, top_k, filters)
-            embeddings = table.embedding_lists(np.unique(rows).tolist()) if return_embedding else {}
-            with collector_paused():
-                return [table.hits(r, s, embeddings) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
-
-    def search_shared_hits(
-        self, query_embeddings: np.ndarray, top_k: int, filters: dict[str, Any] | None = None
-    ) -> list[SharedHits]:
-        """
-        ``search``'s hits as the store's own Documents and their scores, per query: nothing is copied, so a fusion
-        stage builds Documents only for what it keeps. The Documents are shared with the store: read them, never
-        change them (``Candidates.shared`` hands out copies).
-        """
-        with self._lock:
-            table, rows, scores = self._search_rows(query_embeddings, top_k, filters)
-            return [table.shared_hits(r, s) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
-
-    def _search_rows(
-        self, query_embeddings: np.ndarray, top_k: int, filters: dict[str, Any] | None
-    ) -> tuple[SQLiteDocumentTable, np.ndarray, np.ndarray]:
-        """Check a search's inputs and run it: the table, then FAISS rows and scores per query (-1: no hit)."""
-        check_top_k(top_k)
-        check_filters(filters)
-        table = self._ready()
-        queries = check_queries(query_embeddings, self.embedding_dim)
-        candidates = None
-        if filters:
-            matching = table.filter_rows(filters)
-            candidates = np.array([row for row in matching if table.has_embedding(row)], dtype=np.int64)
-        scores, rows = self._nearest(queries, top_k, candidates)
-        return table, rows, scores
-
-    search_async = twin(search)
-    search_shared_hits_async = twin(search_shared_hits)
 
     def save(self) -> None:
         """

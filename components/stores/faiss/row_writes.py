@@ -1,4 +1,4 @@
-"""How FAISSDocumentStore turns writes and deletes into SQLite rows and FAISS vectors, and searches them.
+"""How FAISSDocumentStore turns writes and deletes into SQLite rows and FAISS vectors.
 
 Each document gets a new int64 row (``_next_row`` counts up, never reused): the row is its SQLite key and its
 FAISS id. An overwrite deletes the old row and inserts a new one. These methods run inside the store's
@@ -14,13 +14,13 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from components.stores.faiss.checks import check_finite
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
-from components.stores.faiss.vector_index import FAISSVectorIndex, build_faiss_index, exact_search
+from components.stores.faiss.vector_index import FAISSVectorIndex, build_faiss_index
 
 TRAINING_SAMPLE = 100_000  # rows of a .npy used to train an IVF index before the bulk add
 
 
 class RowWrites:
-    """Mixin of FAISSDocumentStore: rows, vectors and nearest-neighbour search over them."""
+    """Mixin of FAISSDocumentStore: documents into rows and vectors (``searches`` reads them)."""
 
     metric: str
     index_factory: str
@@ -118,26 +118,3 @@ class RowWrites:
                 dim = self._vectors.dim
                 self._vectors = None
                 self._index_stored_vectors(self._vector_index(dim))
-
-    def _nearest(self, queries: np.ndarray, k: int, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """(Q, <=k) scores and rows of the nearest vectors, among ``candidates`` rows when given; -1 = no hit."""
-        vectors = self._vectors
-        size = len(candidates) if candidates is not None else self._ready().embedded_count
-        if vectors is None or not size or not len(queries):
-            return np.empty((len(queries), 0), np.float32), np.empty((len(queries), 0), np.int64)
-        if not vectors.is_trained:  # too few vectors to train yet: all of them are searched exactly
-            return self._exact(queries, k, candidates, vectors.dim)
-        k = min(k, size)
-        scores, rows = vectors.search(queries, k, candidates)
-        if (rows < 0).any():  # an approximate index missed hits that exist: redo those queries exactly
-            short = (rows < 0).any(axis=1)
-            scores[short], rows[short] = self._exact(queries[short], k, candidates, vectors.dim)
-        return scores, rows
-
-    def _exact(
-        self, queries: np.ndarray, k: int, candidates: np.ndarray | None, dim: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Brute-force search over the stored ``dim``-sized embeddings of ``candidates`` (all embedded rows if None)."""
-        table = self._ready()
-        pool = candidates if candidates is not None else table.embedded_rows()
-        return exact_search(queries, k, pool, table.embeddings(pool, dim), self.metric)

@@ -1,0 +1,105 @@
+"""FAISSDocumentStore's searches: nearest rows in FAISS (exactly when the index cannot answer), then the hits.
+
+A mixin of the store (which loads the table and the vectors and holds the lock); kept apart from the writes so
+each file stays readable. ``search`` returns new Documents; ``search_shared_hits`` the stored ones, for fusion.
+"""
+
+import threading
+from typing import Any
+
+import numpy as np
+from haystack import Document
+
+from components.checks import check_filters, check_top_k
+from components.stores.async_twins import twin
+from components.stores.faiss.checks import check_queries
+from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
+from components.stores.faiss.vector_index import FAISSVectorIndex, exact_search
+from components.stores.hits import SharedHits, collector_paused
+
+
+class FAISSSearches:
+    """Searches over ``_ready()``'s table and ``_vectors``; the store provides both and its lock."""
+
+    metric: str
+    embedding_dim: int | None
+    _vectors: FAISSVectorIndex | None
+    _lock: threading.RLock
+
+    def _ready(self) -> SQLiteDocumentTable:
+        """The store's document table, loaded on first use (provided by the store)."""
+        raise NotImplementedError
+
+    def search(
+        self,
+        query_embeddings: np.ndarray,
+        top_k: int,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
+    ) -> list[list[Document]]:
+        """
+        Nearest documents for each query, from one vectorised FAISS call.
+
+        :param query_embeddings: float32 (Q, dim) matrix.
+        :param top_k: hits per query (at least 1); fewer only when fewer documents match.
+        :param filters: Haystack filters; matching rows are searched exactly with a FAISS IDSelector.
+        :returns: per query, new Documents with ``score`` and ``meta["retrieval_type"] = "dense"``.
+        """
+        with self._lock:
+            table, rows, scores = self._search_rows(query_embeddings, top_k, filters)
+            embeddings = table.embedding_lists(np.unique(rows).tolist()) if return_embedding else {}
+            with collector_paused():
+                return [table.hits(r, s, embeddings) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
+
+    def search_shared_hits(
+        self, query_embeddings: np.ndarray, top_k: int, filters: dict[str, Any] | None = None
+    ) -> list[SharedHits]:
+        """
+        ``search``'s hits as the store's own Documents and their scores, per query: nothing is copied, so a fusion
+        stage builds Documents only for what it keeps. The Documents are shared with the store: read them, never
+        change them (``Candidates.shared`` hands out copies).
+        """
+        with self._lock:
+            table, rows, scores = self._search_rows(query_embeddings, top_k, filters)
+            return [table.shared_hits(r, s) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
+
+    def _search_rows(
+        self, query_embeddings: np.ndarray, top_k: int, filters: dict[str, Any] | None
+    ) -> tuple[SQLiteDocumentTable, np.ndarray, np.ndarray]:
+        """Check a search's inputs and run it: the table, then FAISS rows and scores per query (-1: no hit)."""
+        check_top_k(top_k)
+        check_filters(filters)
+        table = self._ready()
+        queries = check_queries(query_embeddings, self.embedding_dim)
+        candidates = None
+        if filters:
+            matching = table.filter_rows(filters)
+            candidates = np.array([row for row in matching if table.has_embedding(row)], dtype=np.int64)
+        scores, rows = self._nearest(queries, top_k, candidates)
+        return table, rows, scores
+
+    search_async = twin(search)
+    search_shared_hits_async = twin(search_shared_hits)
+
+    def _nearest(self, queries: np.ndarray, k: int, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(Q, <=k) scores and rows of the nearest vectors, among ``candidates`` rows when given; -1 = no hit."""
+        vectors = self._vectors
+        size = len(candidates) if candidates is not None else self._ready().embedded_count
+        if vectors is None or not size or not len(queries):
+            return np.empty((len(queries), 0), np.float32), np.empty((len(queries), 0), np.int64)
+        if not vectors.is_trained:  # too few vectors to train yet: all of them are searched exactly
+            return self._exact(queries, k, candidates, vectors.dim)
+        k = min(k, size)
+        scores, rows = vectors.search(queries, k, candidates)
+        if (rows < 0).any():  # an approximate index missed hits that exist: redo those queries exactly
+            short = (rows < 0).any(axis=1)
+            scores[short], rows[short] = self._exact(queries[short], k, candidates, vectors.dim)
+        return scores, rows
+
+    def _exact(
+        self, queries: np.ndarray, k: int, candidates: np.ndarray | None, dim: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Brute-force search over the stored ``dim``-sized embeddings of ``candidates`` (all embedded rows if None)."""
+        table = self._ready()
+        pool = candidates if candidates is not None else table.embedded_rows()
+        return exact_search(queries, k, pool, table.embeddings(pool, dim), self.metric)
