@@ -22,6 +22,7 @@ from haystack import Pipeline
 from tqdm.auto import tqdm
 
 from components.converters.jsonl_lines import count_objects
+from needle.direct_run import DirectRun
 from needle.index_generations import NeedleError
 
 DEFAULT_CHUNK_SIZE = 10_000
@@ -58,7 +59,7 @@ def run_chunked(pipeline: Pipeline, corpus: Path, chunk_size: int, desc: str) ->
     """
     total = count_objects(corpus)
     if not streams(pipeline):
-        written: int = pipeline.run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+        written: int = run_once(pipeline, {"reader": {"path": str(corpus)}})
         return written
     embedder = pipeline.get_component("embedder") if "embedder" in dict(pipeline.graph.nodes) else None
     if embedder is not None:
@@ -68,7 +69,7 @@ def run_chunked(pipeline: Pipeline, corpus: Path, chunk_size: int, desc: str) ->
     try:
         for start in range(0, max(total, 1), chunk_size):
             inputs = chunk_inputs(corpus, start, chunk_size, total, embedder is not None)
-            written += pipeline.run(inputs)["writer"]["documents_written"]
+            written += run_once(pipeline, inputs)
             if bar is None:
                 bar = tqdm(total=total, unit="docs", desc=desc, disable=None)  # None: on a terminal only
             bar.update(min(chunk_size, total - start))
@@ -81,6 +82,19 @@ def run_chunked(pipeline: Pipeline, corpus: Path, chunk_size: int, desc: str) ->
             bar.close()
     if written != total:
         raise NeedleError(f"{corpus} changed while it was indexed: {total} documents counted, {written} written")
+    return written
+
+
+def run_once(pipeline: Pipeline, inputs: dict[str, dict[str, Any]]) -> int:
+    """Run the index PIPELINE once on INPUTS; returns the documents written. Stage by stage when ``DirectRun`` can
+    (the components never change the chunk they pass on, so Haystack's deep copy of it is not needed)."""
+    direct = DirectRun.plan(pipeline, {(name, socket) for name, sockets in inputs.items() for socket in sockets})
+    if direct is None:
+        outputs = pipeline.run(inputs)
+    else:
+        pipeline.warm_up()  # idempotent, as Pipeline.run calls it
+        outputs = direct.run(inputs)
+    written: int = outputs["writer"]["documents_written"]
     return written
 
 

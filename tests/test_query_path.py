@@ -15,6 +15,7 @@ import pytest
 import yaml
 from haystack import Document, Pipeline
 from haystack.components.joiners import DocumentJoiner
+from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from components.embedders.sentence_transformers_batch_text_embedder import SentenceTransformersBatchTextEmbedder
 from components.joiners.mix_batch_joiner import MixBatchJoiner
@@ -24,6 +25,7 @@ from components.retrievers.candidates import Candidates
 from components.retrievers.faiss.batch_candidate_retriever import FAISSBatchCandidateRetriever
 from components.stores.hits import collector_paused
 from needle import pipeline_files as pf
+from needle.direct_run import DirectRun
 from needle.index_dir import DEFAULT_MODEL, IndexManifest, fill_search_pipeline
 from needle.indexing import build_index
 from needle.search import MODES, Searcher
@@ -291,3 +293,13 @@ def test_pipelines_that_need_haystacks_scheduler_keep_it(index: Path) -> None:
     assert ordered.direct is None  # a component that is not one of ours may change its inputs
     plain = pf.QueryPipeline(fill_search_pipeline(index, IndexManifest.load(index), "bm25", 7), "bm25")
     assert sorted(d.id for d in ordered.run(QUERIES[0])) == sorted(d.id for d in plain.run(QUERIES[0]))
+
+
+@pytest.mark.parametrize("template", ["bm25_index", "dense_index"])
+def test_index_pipelines_run_directly_but_a_writer_into_another_store_does_not(template: str, tmp_path: Path) -> None:
+    fed = {("reader", "path"), ("reader", "skip"), ("reader", "limit"), ("embedder", "offset"), ("embedder", "total")}
+    data = pf.load_template(template)
+    pf.set_init_param(data, "writer.document_store.path", str(tmp_path / "store"))
+    assert DirectRun.plan(pf.build(data), fed) is not None  # the writer hands the chunk to one of our stores
+    data["components"]["writer"]["init_parameters"]["document_store"] = InMemoryDocumentStore().to_dict()
+    assert DirectRun.plan(pf.build(data), fed) is None  # Haystack's store: Pipeline.run copies the chunk first
