@@ -143,6 +143,8 @@ def test_bm25_only_streamed_equals_one_shot(corpus: Path, tmp_path: Path) -> Non
     ):
         assert [(d.id, d.score, d.content, d.meta) for d in got] == [(d.id, d.score, d.content, d.meta) for d in want]
     assert [d.id for d in streamed.filter_documents()] == [f"d{i}" for i in range(1, N + 1)]
+    saved = [live(root) / "documents.jsonl" for root in (live(tmp_path / "ix") / "bm25", tmp_path / "one-shot")]
+    assert saved[0].read_bytes() == saved[1].read_bytes()  # the spilled lines, copied, are what a save encodes
 
 
 def test_rebuild_of_unchanged_corpus_reuses_embeddings(corpus: Path, tiny_model: str, tmp_path: Path) -> None:

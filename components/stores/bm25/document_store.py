@@ -289,7 +289,7 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
         index = self._ready()
         main, vocab = index.compacted() if index.has_pending_changes() else (index.snapshot().main, None)
         generation = self._writer.write(
-            root, lambda directory: write_generation(directory, main, root, self._settings, self._documents.get)
+            root, lambda directory: write_generation(directory, main, root, self._settings, self._documents.lines)
         )
         if vocab is not None:
             index.install(main, vocab)

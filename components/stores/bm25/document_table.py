@@ -33,12 +33,11 @@ class DocumentTable(Protocol):
         """The documents with these ids, in this order; raises DocumentStoreError when one is missing."""
 
 
-def write_documents_file(directory: Path, documents: Iterable[Document]) -> None:
-    """Write ``documents.jsonl`` (one ``Document.to_dict`` per line) and its byte offsets."""
+def write_documents_file(directory: Path, lines: Iterable[bytes]) -> None:
+    """Write ``documents.jsonl`` from its lines (``document_line`` of each document) and their byte offsets."""
     offsets = [0]
     with open(directory / DOCUMENTS, "wb") as f:
-        for i, document in enumerate(documents):
-            line = document_line(document, i)
+        for line in lines:
             f.write(line)
             offsets.append(offsets[-1] + len(line))
     np.save(directory / OFFSETS, np.array(offsets, dtype=np.int64))

@@ -10,7 +10,7 @@ from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
-from components.stores.bm25.document_table import DocumentTable
+from components.stores.bm25.document_table import DocumentTable, document_line
 from components.stores.bm25.index import BM25Index, IndexSnapshot
 from components.stores.bm25.spill import DocumentSpill, SpillState
 
@@ -103,6 +103,17 @@ class StoredDocuments:
             memory.update(saved)
         fetched.update(saved)
         return [memory[doc_id] if doc_id in memory else fetched[doc_id] for doc_id in ids]
+
+    def lines(self, ids: list[str]) -> list[bytes]:
+        """The ``documents.jsonl`` line of each of these documents: those in the spill copied as written there
+        (the same line: a save of a million streamed documents neither decodes nor re-encodes them), others
+        encoded from ``get``."""
+        spill = self._spill
+        others = [doc_id for doc_id in ids if doc_id not in spill] if spill is not None else ids
+        encoded = dict(zip(others, map(document_line, self.get(others), range(len(others))), strict=True))
+        if spill is None or len(encoded) == len(ids):
+            return [encoded[doc_id] for doc_id in ids]
+        return [encoded[doc_id] if doc_id in encoded else spill.line(doc_id) for doc_id in ids]
 
     def filter_masks(self, snapshot: IndexSnapshot, filters: dict[str, Any]) -> Masks:
         """Which live main rows and delta rows match ``filters``; cached per index version and filter."""

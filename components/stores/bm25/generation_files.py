@@ -5,8 +5,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from haystack import Document
-
 from components.stores.bm25.document_table import DocumentTable, JsonlDocumentTable, write_documents_file
 from components.stores.bm25.segments import MainSegment
 from components.stores.bm25.settings import relative_to_store
@@ -20,7 +18,7 @@ def write_generation(
     main: MainSegment | None,
     root: Path,
     settings: dict[str, Any],
-    documents: Callable[[list[str]], list[Document]],
+    lines: Callable[[list[str]], list[bytes]],
 ) -> dict[str, Any]:
     """
     Fill a generation directory of the store at ``root`` and return its manifest fields.
@@ -31,7 +29,7 @@ def write_generation(
     if main is not None:
         main.save(directory)
         if shared is None:
-            write_documents_file(directory, batched(documents, main.ids))
+            write_documents_file(directory, batched(lines, main.ids))
     return {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "documents": main.n_docs if main else 0,
@@ -41,10 +39,11 @@ def write_generation(
     }
 
 
-def batched(documents: Callable[[list[str]], list[Document]], ids: list[str]) -> Iterator[Document]:
-    """The documents with ``ids``, read ``SAVE_BATCH`` at a time, so a save never holds all of them at once."""
+def batched(lines: Callable[[list[str]], list[bytes]], ids: list[str]) -> Iterator[bytes]:
+    """The saved lines of the documents with ``ids``, read ``SAVE_BATCH`` at a time, so a save never holds all of
+    them at once."""
     for start in range(0, len(ids), SAVE_BATCH):
-        yield from documents(ids[start : start + SAVE_BATCH])
+        yield from lines(ids[start : start + SAVE_BATCH])
 
 
 def document_table(shared: str | None, generation: Path, ids: list[str]) -> DocumentTable:

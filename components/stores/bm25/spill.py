@@ -8,6 +8,7 @@ freed when the store is) and keeps only the id → line position. Reading one ba
 as for a saved store's documents.
 """
 
+import os
 import tempfile
 from array import array
 from pathlib import Path
@@ -59,6 +60,12 @@ class DocumentSpill:
     def get(self, ids: list[str]) -> list[Document]:
         """These documents (all spilled), read back from their lines."""
         return [self._read(doc_id, self._line[doc_id]) for doc_id in ids]
+
+    def line(self, doc_id: str) -> bytes:
+        """The saved line of a spilled document, as written (``document_line``), not decoded."""
+        line = self._line[doc_id]
+        start = self._offsets[line]
+        return os.pread(self._file.fileno(), self._offsets[line + 1] - start, start)
 
     def checkpoint(self) -> SpillState:
         """What ``restore`` needs to undo a failed transaction."""
