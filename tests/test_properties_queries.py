@@ -21,8 +21,11 @@ from test_rankers_local import minilm_cross_encoder  # noqa: F401  (a session fi
 
 from components.checks import check_query
 from components.embedders import SentenceTransformersDocumentEmbedder, SentenceTransformersTextEmbedder
+from components.joiners.mix_batch_joiner import MixBatchJoiner
 from components.rankers import LocalCrossEncoderRanker, MixRetrieveRanker
+from components.rankers.mix_retrieve_batch_ranker import MixRetrieveBatchRanker
 from components.retrievers import BM25BatchRetriever, BM25Retriever, FAISSEmbeddingRetriever
+from components.retrievers.candidates import Candidates, Side
 from components.stores import BM25DocumentStore, FAISSDocumentStore
 
 MIB = 1024 * 1024
@@ -117,3 +120,46 @@ def test_every_mode_answers_a_good_query_and_refuses_a_bad_one_alike(modes, quer
         assert scores == sorted(scores, reverse=True), mode
     if refusal is None:
         assert len(modes["dense"](query, top_k)) == min(top_k, len(PASSAGES)), "dense always has neighbours"
+
+
+HIT_IDS = st.sampled_from(["a", "b", "c", "d", "e", "f"])
+SCORES = st.sampled_from([0.0, 0.5, 1.0, 2.5, -3.0, 7.25])
+
+
+@st.composite
+def side_hits(draw: st.DrawFn, side: str) -> list[Document]:
+    """One query's hits from one side: ids may repeat, scores tie, a stored meta may already say retrieval_type."""
+    hits = []
+    for doc_id, score in draw(st.lists(st.tuples(HIT_IDS, SCORES), max_size=6)):
+        meta = {"title": doc_id, "retrieval_type": side} if draw(st.booleans()) else {"title": doc_id}
+        hits.append(Document(id=doc_id, content=f"text {doc_id}", meta=meta, score=score))
+    return hits
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.text("ab ", min_size=1, max_size=20).filter(str.strip), side_hits("dense"), side_hits("sparse")),
+        min_size=1,
+        max_size=3,
+    ),
+    st.integers(1, 8),
+    st.booleans(),
+)
+def test_mix_joiner_fuses_as_the_mix_ranker_whatever_the_hits(
+    cases: list[tuple[str, list[Document], list[Document]]], top_k: int, shared: bool
+) -> None:
+    queries = [query for query, _, _ in cases]
+    dense, sparse = [hits for _, hits, _ in cases], [hits for _, _, hits in cases]
+    expected = MixRetrieveBatchRanker(top_k=top_k).run(queries=queries, dense_documents=dense, sparse_documents=sparse)
+
+    def candidates(lists: list[list[Document]], side: Side) -> Candidates:
+        if shared:  # a store's own documents and their scores, as the candidate retrievers hand them over
+            return Candidates.shared([(list(hits), [d.score for d in hits]) for hits in lists], side)
+        return Candidates(lists, side)
+
+    got = MixBatchJoiner(top_k=top_k).run(
+        queries=queries, dense_candidates=candidates(dense, "dense"), sparse_candidates=candidates(sparse, "sparse")
+    )
+    shown = [[(d.id, d.score, d.content, d.meta) for d in hits] for hits in got["documents"]]
+    assert shown == [[(d.id, d.score, d.content, d.meta) for d in hits] for hits in expected["documents"]]

@@ -88,6 +88,17 @@ class Candidates:
         meta = changes.pop("meta") if "meta" in changes else {**base.meta, **self._marks}
         return derived(base, **{"score": self._scores[query][position], "meta": meta, **changes})
 
+    def hits(self, query: int) -> tuple[Document, ...]:
+        """Query ``query``'s hit documents, best first, as the retriever gave them: read them, never change them
+        (``document`` hands out copies). Their ``score`` and ``meta`` are those of the store when ``shared``;
+        a copy adds ``scores(query)`` and ``marks``."""
+        return self._lists[query]
+
+    @property
+    def marks(self) -> dict[str, Any]:
+        """What every document read out gets in its meta (``{"retrieval_type": side}`` when ``shared``)."""
+        return self._marks
+
     def documents(self, query: int) -> list[Document]:
         """New Documents for all hits of query ``query``, best first."""
         return [self.document(query, position) for position in range(len(self._lists[query]))]
