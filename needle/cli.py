@@ -34,6 +34,7 @@ from needle.search import MODES
 from needle.tune import add_parser as add_tune_parser
 
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a command killed by SIGPIPE, as `cat` or `grep` would be
 CONFIG_HELP = "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend, paths relative to it)"
 
 
@@ -382,6 +383,9 @@ def run_cli(func: Callable[[argparse.Namespace], None], args: argparse.Namespace
     """Run a sub-command, turning user errors into one line on stderr."""
     try:
         func(args)
+    except BrokenPipeError:  # the reader closed stdout early (`needle search ... | head`): it wants no more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return EXIT_BROKEN_PIPE
     except Exception as raised:
         e = user_error(raised)
         if e is None or os.environ.get("NEEDLE_DEBUG"):

@@ -196,6 +196,19 @@ def test_invalid_utf8_in_a_query_is_one_line_from_the_console_script(sample_inde
     assert "Traceback" not in err
 
 
+def test_a_reader_that_stops_early_gets_no_error_line(sample_index: Path) -> None:
+    exe = Path(sys.executable).with_name("needle")
+    search = [str(exe), "search", str(sample_index), *["thread"] * 50, "--mode", "bm25", "--top-k", "100", "--json"]
+    with subprocess.Popen(search, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        assert proc.stdout.read(10).startswith(b"[[")  # like `| head -c 10`: read a little, then hang up
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+    assert proc.returncode == 141  # as a shell reports `cat` or `grep` stopped by a closed pipe
+    assert err == ""
+
+
 def test_needle_debug_shows_the_traceback(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("needle")
     env = {**os.environ, "NEEDLE_DEBUG": "1"}

@@ -12,6 +12,7 @@ with the hit scores, so no Document is built for a candidate that fusion drops -
 candidates per side is as much as a BM25 query.
 """
 
+from operator import attrgetter
 from typing import Any, Literal, Self
 
 from haystack import Document
@@ -19,6 +20,7 @@ from haystack import Document
 from components.stores.hits import SharedHits, derived
 
 Side = Literal["dense", "sparse"]
+_ID = attrgetter("id")
 
 
 class Candidates:
@@ -64,7 +66,7 @@ class Candidates:
             raise ValueError(f"side must be 'dense' or 'sparse', got {side!r}")
         self.side: Side = side
         self._lists, self._scores, self._marks = lists, scores, marks
-        self._ids = [tuple(d.id for d in hits) for hits in lists]
+        self._ids = [tuple(map(_ID, hits)) for hits in lists]
 
     def __len__(self) -> int:
         """The number of queries."""

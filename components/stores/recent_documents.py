@@ -27,8 +27,7 @@ class RecentDocuments:
 
     def get_many(self, ids: list[str]) -> list[Document | None]:
         """``get`` for each id, in order."""
-        kept = self._documents.get
-        return [kept(doc_id) for doc_id in ids]
+        return list(map(self._documents.get, ids))
 
     def remember(self, documents: dict[str, Document]) -> None:
         """Keep these newly decoded documents, dropping the oldest beyond ``size``."""

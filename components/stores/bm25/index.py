@@ -66,7 +66,7 @@ class IndexSnapshot:
         main_hits = self._main_hits(ids, k, n_threads, main_accept)
         if self.delta is None:
             main_ids = self.main.ids if self.main is not None else []
-            return [([main_ids[row] for row in rows.tolist()], scores.tolist()) for rows, scores in main_hits]
+            return [(list(map(main_ids.__getitem__, rows.tolist())), scores.tolist()) for rows, scores in main_hits]
         delta_hits = self.delta.search(ids, k, delta_accept)
         return [self._merge(m, d, k) for m, d in zip(main_hits, delta_hits, strict=True)]
 

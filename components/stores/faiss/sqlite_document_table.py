@@ -11,7 +11,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from haystack import Document
@@ -61,8 +61,8 @@ class SQLiteDocumentTable:
 
     def documents_of(self, document_ids: list[str]) -> list[Document | None]:
         """``document_of`` for each id, in order."""
-        row_of, docs = self._row_of.get, self._docs.get
-        return [docs(row) if (row := row_of(doc_id)) is not None else None for doc_id in document_ids]
+        docs = cast(dict[int | None, Document], self._docs)  # an unknown id's row is None, which no key is
+        return list(map(docs.get, map(self._row_of.get, document_ids)))
 
     def has_embedding(self, row: int) -> bool:
         """Whether the document in ``row`` was stored with an embedding."""
