@@ -95,9 +95,7 @@ class MixBatchJoiner(MixRetrieveRankerBase):
         return outputs([found[i] for i in chosen], fused[chosen].tolist(), raw)
 
 
-def outputs(
-    found: list[tuple[Document, dict[str, Any]]], scores: list[float], raw: dict[Side, dict[str, float]]
-) -> list[Document]:
+def outputs(found: Found, scores: list[float], raw: dict[Side, dict[str, float]]) -> list[Document]:
     """
     The output documents, new: each found passage with its fused score, and in its own meta (without
     ``retrieval_type``) the sides that found it (``retrieval_sources``) and its raw score on each

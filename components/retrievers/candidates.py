@@ -80,10 +80,6 @@ class Candidates:
         """Retrieval scores of query ``query``'s hits, best first."""
         return self._scores[query]
 
-    def meta(self, query: int, position: int) -> dict[str, Any]:
-        """A new copy of the meta of hit ``position`` of query ``query``."""
-        return {**self._lists[query][position].meta, **self._marks}
-
     def document(self, query: int, position: int, **changes: Any) -> Document:
         """A new Document for hit ``position`` of query ``query`` (own meta dict), with ``changes`` applied."""
         base = self._lists[query][position]
