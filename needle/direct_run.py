@@ -20,6 +20,7 @@ from typing import Any
 import networkx as nx
 from haystack import Pipeline
 from haystack.components.writers import DocumentWriter
+from haystack.core.errors import PipelineRuntimeError
 
 OURS = "components."  # the package whose components promise never to change their inputs
 Edge = tuple[str, str, str]  # receiving socket, sending component, its output socket
@@ -62,15 +63,24 @@ class DirectRun:
             steps.append((name, instance, edges))
         return cls(steps)
 
-    def run(self, feed: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Run every component once, in order; returns each component's outputs by name."""
+    def run(self, feed: dict[str, dict[str, Any]], wrap_errors: bool = False) -> dict[str, dict[str, Any]]:
+        """Run every component once, in order; returns each component's outputs by name.
+
+        With ``wrap_errors`` a component's error comes wrapped in a PipelineRuntimeError naming the component (the
+        error as ``__cause__``), as ``Pipeline.run`` raises it, for callers written against ``Pipeline.run``.
+        """
         outputs: dict[str, dict[str, Any]] = {}
         for name, instance, edges in self.steps:
             inputs = dict(feed.get(name, {}))
             for socket, sender, output in edges:
                 if output in outputs[sender]:
                     inputs[socket] = outputs[sender][output]
-            outputs[name] = instance.run(**inputs)
+            try:
+                outputs[name] = instance.run(**inputs)
+            except Exception as error:
+                if not wrap_errors:
+                    raise
+                raise PipelineRuntimeError.from_exception(name, type(instance), error) from error
         return outputs
 
 

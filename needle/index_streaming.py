@@ -93,7 +93,7 @@ def run_once(pipeline: Pipeline, inputs: dict[str, dict[str, Any]]) -> int:
         outputs = pipeline.run(inputs)
     else:
         pipeline.warm_up()  # idempotent, as Pipeline.run calls it
-        outputs = direct.run(inputs)
+        outputs = direct.run(inputs, wrap_errors=True)  # the callers' error handling is written for Pipeline.run
     written: int = outputs["writer"]["documents_written"]
     return written
 
