@@ -15,6 +15,7 @@ a terminal) counts the corpus's documents (its non-blank lines, counted first wi
 """
 
 import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,17 +60,17 @@ def run_chunked(pipeline: Pipeline, corpus: Path, chunk_size: int, desc: str) ->
     """
     total = count_objects(corpus)
     if not streams(pipeline):
-        written: int = run_once(pipeline, {"reader": {"path": str(corpus)}})
-        return written
+        whole = {"reader": {"path": str(corpus)}}
+        return index_runner(pipeline, whole)(whole)
     embedder = pipeline.get_component("embedder") if "embedder" in dict(pipeline.graph.nodes) else None
     if embedder is not None:
         embedder.progress_bar = False  # type: ignore[attr-defined]  # one bar: ours
         chunk_size = aligned(chunk_size, getattr(embedder, "encode_chunk_size", 1))
     written, bar = 0, None
+    run_chunk = index_runner(pipeline, chunk_inputs(corpus, 0, chunk_size, total, embedder is not None))
     try:
         for start in range(0, max(total, 1), chunk_size):
-            inputs = chunk_inputs(corpus, start, chunk_size, total, embedder is not None)
-            written += run_once(pipeline, inputs)
+            written += run_chunk(chunk_inputs(corpus, start, chunk_size, total, embedder is not None))
             if bar is None:
                 bar = tqdm(total=total, unit="docs", desc=desc, disable=None)  # None: on a terminal only
             bar.update(min(chunk_size, total - start))
@@ -85,17 +86,18 @@ def run_chunked(pipeline: Pipeline, corpus: Path, chunk_size: int, desc: str) ->
     return written
 
 
-def run_once(pipeline: Pipeline, inputs: dict[str, dict[str, Any]]) -> int:
-    """Run the index PIPELINE once on INPUTS; returns the documents written. Stage by stage when ``DirectRun`` can
-    (the components never change the chunk they pass on, so Haystack's deep copy of it is not needed)."""
-    direct = DirectRun.plan(pipeline, {(name, socket) for name, sockets in inputs.items() for socket in sockets})
+def index_runner(pipeline: Pipeline, shape: dict[str, dict[str, Any]]) -> Callable[[dict[str, dict[str, Any]]], int]:
+    """
+    A function running the index PIPELINE once on inputs fed at the sockets of SHAPE, returning the documents
+    written. Stage by stage when ``DirectRun`` can (the components never change the chunk they pass on, so
+    Haystack's deep copy of it is not needed), planned and warmed up once for every chunk; its errors come wrapped
+    as ``Pipeline.run``'s, which the callers' error handling reads.
+    """
+    direct = DirectRun.plan(pipeline, {(name, socket) for name, sockets in shape.items() for socket in sockets})
     if direct is None:
-        outputs = pipeline.run(inputs)
-    else:
-        pipeline.warm_up()  # idempotent, as Pipeline.run calls it
-        outputs = direct.run(inputs, wrap_errors=True)  # the callers' error handling is written for Pipeline.run
-    written: int = outputs["writer"]["documents_written"]
-    return written
+        return lambda inputs: int(pipeline.run(inputs)["writer"]["documents_written"])
+    pipeline.warm_up()
+    return lambda inputs: int(direct.run(inputs, wrap_errors=True)["writer"]["documents_written"])
 
 
 def aligned(chunk_size: int, unit: int) -> int:

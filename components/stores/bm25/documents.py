@@ -109,11 +109,10 @@ class StoredDocuments:
         (the same line: a save of a million streamed documents neither decodes nor re-encodes them), others
         encoded from ``get``."""
         spill = self._spill
-        others = [doc_id for doc_id in ids if doc_id not in spill] if spill is not None else ids
-        encoded = dict(zip(others, map(document_line, self.get(others), range(len(others))), strict=True))
-        if spill is None or len(encoded) == len(ids):
-            return [encoded[doc_id] for doc_id in ids]
-        return [encoded[doc_id] if doc_id in encoded else spill.line(doc_id) for doc_id in ids]
+        lines = {doc_id: spill.line(doc_id) for doc_id in ids if doc_id in spill} if spill is not None else {}
+        others = [doc_id for doc_id in ids if doc_id not in lines]
+        lines.update(zip(others, map(document_line, self.get(others), range(len(others))), strict=True))
+        return [lines[doc_id] for doc_id in ids]
 
     def filter_masks(self, snapshot: IndexSnapshot, filters: dict[str, Any]) -> Masks:
         """Which live main rows and delta rows match ``filters``; cached per index version and filter."""
