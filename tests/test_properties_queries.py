@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import torch
 from haystack import Document
+from haystack.components.joiners import DocumentJoiner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_rankers_local import minilm_cross_encoder  # noqa: F401  (a session fixture: the tiny cross-encoder)
@@ -22,6 +23,7 @@ from test_rankers_local import minilm_cross_encoder  # noqa: F401  (a session fi
 from components.checks import check_query
 from components.embedders import SentenceTransformersDocumentEmbedder, SentenceTransformersTextEmbedder
 from components.joiners.mix_batch_joiner import MixBatchJoiner
+from components.joiners.rrf_batch_joiner import RRFBatchJoiner
 from components.rankers import LocalCrossEncoderRanker, MixRetrieveRanker
 from components.rankers.mix_retrieve_batch_ranker import MixRetrieveBatchRanker
 from components.retrievers import BM25BatchRetriever, BM25Retriever, FAISSEmbeddingRetriever
@@ -153,13 +155,51 @@ def test_mix_joiner_fuses_as_the_mix_ranker_whatever_the_hits(
     dense, sparse = [hits for _, hits, _ in cases], [hits for _, _, hits in cases]
     expected = MixRetrieveBatchRanker(top_k=top_k).run(queries=queries, dense_documents=dense, sparse_documents=sparse)
 
-    def candidates(lists: list[list[Document]], side: Side) -> Candidates:
-        if shared:  # a store's own documents and their scores, as the candidate retrievers hand them over
-            return Candidates.shared([(list(hits), [d.score for d in hits]) for hits in lists], side)
-        return Candidates(lists, side)
-
     got = MixBatchJoiner(top_k=top_k).run(
-        queries=queries, dense_candidates=candidates(dense, "dense"), sparse_candidates=candidates(sparse, "sparse")
+        queries=queries,
+        dense_candidates=candidates(dense, "dense", shared),
+        sparse_candidates=candidates(sparse, "sparse", shared),
     )
-    shown = [[(d.id, d.score, d.content, d.meta) for d in hits] for hits in got["documents"]]
-    assert shown == [[(d.id, d.score, d.content, d.meta) for d in hits] for hits in expected["documents"]]
+    assert shown(got["documents"]) == shown(expected["documents"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(side_hits("dense"), side_hits("sparse")), min_size=1, max_size=3),
+    st.integers(1, 8),
+    st.booleans(),
+    st.none() | st.tuples(st.integers(0, 3), st.integers(0, 3)).filter(any),
+)
+def test_rrf_joiner_fuses_as_haystacks_document_joiner_whatever_the_hits(
+    cases: list[tuple[list[Document], list[Document]]], top_k: int, shared: bool, weights: tuple[int, int] | None
+) -> None:
+    dense, sparse = [hits for hits, _ in cases], [hits for _, hits in cases]
+    joiner = DocumentJoiner(join_mode="reciprocal_rank_fusion", top_k=top_k, weights=weights and [*weights][::-1])
+    # rrf_search.yaml hands DocumentJoiner the BM25 list first; a retriever's hits say which side found them
+    expected = [
+        joiner.run(documents=[retrieved(s_hits, "sparse", shared), retrieved(d_hits, "dense", shared)])["documents"]
+        for d_hits, s_hits in cases
+    ]
+    got = RRFBatchJoiner(top_k=top_k, weights=weights and {"dense": weights[0], "sparse": weights[1]}).run(
+        dense_candidates=candidates(dense, "dense", shared), sparse_candidates=candidates(sparse, "sparse", shared)
+    )
+    assert shown(got["documents"]) == shown(expected)
+
+
+def candidates(lists: list[list[Document]], side: Side, shared: bool) -> Candidates:
+    """The hits as a candidate retriever hands them over: a store's own documents and scores when ``shared``."""
+    if shared:
+        return Candidates.shared([(list(hits), [d.score for d in hits]) for hits in lists], side)
+    return Candidates(lists, side)
+
+
+def retrieved(hits: list[Document], side: str, shared: bool) -> list[Document]:
+    """The hits as a (non-candidate) retriever returns them: from a store, marked with the side that found them."""
+    if not shared:
+        return hits
+    return [Document(id=d.id, content=d.content, meta={**d.meta, "retrieval_type": side}, score=d.score) for d in hits]
+
+
+def shown(lists: list[list[Document]]) -> list[list[tuple[Any, ...]]]:
+    """What a user sees of each hit."""
+    return [[(d.id, d.score, d.content, d.meta) for d in hits] for hits in lists]

@@ -30,8 +30,10 @@ def sides(count: int, dense: Candidates | None, sparse: Candidates | None) -> li
 def checked_scores(candidates: Candidates, query: int, socket: str) -> list[float]:
     """Query ``query``'s scores as floats; ValueError naming the hit whose score is missing, NaN or infinite."""
     given = candidates.scores(query)
-    if set(map(type, given)) <= {float, int} and np.isfinite(np.array(given, dtype=np.float64)).all():
-        return [float(cast(float, score)) for score in given]  # the usual case, checked at C speed
+    if set(map(type, given)) <= {float, int}:  # the usual case, checked and converted at C speed
+        values = np.array(given, dtype=np.float64)
+        if np.isfinite(values).all():
+            return cast(list[float], values.tolist())
     scores = []
     for position, score in enumerate(given):
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):

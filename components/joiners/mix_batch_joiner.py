@@ -17,9 +17,9 @@ from components.joiners.candidate_sides import checked_scores, sides
 from components.rankers.mix_retrieve_ranker import MixRetrieveRankerBase, min_max
 from components.rankers.reranker_base import top_k_order
 from components.retrievers.candidates import Candidates, Side
-from components.stores.hits import collector_paused, derived
+from components.stores.hits import blank_document, collector_paused
 
-Found = list[tuple[Document, dict[str, Any]]]  # passages as first found (a side's hit), with that side's marks
+_MISSING: Any = object()  # not found by a side (a raw score is any float)
 
 
 @component
@@ -74,17 +74,17 @@ class MixBatchJoiner(MixRetrieveRankerBase):
         weights = {"dense": dense_weight, "sparse": 1.0 - dense_weight}
         raw: dict[Side, dict[str, float]] = {}
         slot: dict[str, int] = {}
-        found: Found = []
+        found: list[Document] = []  # each passage as first found (a side's stored hit)
         for side, candidates in connected:
-            ids, hits, marks = candidates.ids(q), candidates.hits(q), candidates.marks
+            ids, hits = candidates.ids(q), candidates.hits(q)
             side_raw = best_scores(ids, checked_scores(candidates, q, f"{side}_candidates"))
             if not slot and len(side_raw) == len(ids):  # the first side, no passage listed twice: all new, in order
                 slot = dict(zip(ids, range(len(ids)), strict=True))
-                found = [(hit, marks) for hit in hits]
+                found = list(hits)
             for position, doc_id in enumerate(ids):
                 if doc_id not in slot:
                     slot[doc_id] = len(found)
-                    found.append((hits[position], marks))
+                    found.append(hits[position])
             if side_raw:
                 raw[side] = side_raw
         fused = np.zeros(len(found))
@@ -95,24 +95,36 @@ class MixBatchJoiner(MixRetrieveRankerBase):
         return outputs([found[i] for i in chosen], fused[chosen].tolist(), raw)
 
 
-def outputs(found: Found, scores: list[float], raw: dict[Side, dict[str, float]]) -> list[Document]:
+def outputs(found: list[Document], scores: list[float], raw: dict[Side, dict[str, float]]) -> list[Document]:
     """
     The output documents, new: each found passage with its fused score, and in its own meta (without
     ``retrieval_type``) the sides that found it (``retrieval_sources``) and its raw score on each
-    (``dense_score``, ``sparse_score``). One loop without calls per document: at top_k 100 a batch returns tens of
-    thousands.
+    (``dense_score``, ``sparse_score``). Each meta is one dict display and each Document is filled in place, no
+    call per document: at top_k 100 a batch returns tens of thousands.
     """
-    labelled = [(side, side_raw, f"{side}_score") for side, side_raw in raw.items()]
+    dense, sparse = raw.get("dense", {}), raw.get("sparse", {})
     documents = []
-    for (base, marks), score in zip(found, scores, strict=True):
+    for base, score in zip(found, scores, strict=True):
         doc_id = base.id
-        meta = {**base.meta, **marks}
-        meta.pop("retrieval_type", None)
-        meta["retrieval_sources"] = [side for side, side_raw, _ in labelled if doc_id in side_raw]
-        for _, side_raw, key in labelled:
-            if doc_id in side_raw:
-                meta[key] = side_raw[doc_id]
-        documents.append(derived(base, score=score, meta=meta))
+        dense_score, sparse_score = dense.get(doc_id, _MISSING), sparse.get(doc_id, _MISSING)
+        if sparse_score is _MISSING:
+            meta = {**base.meta, "retrieval_sources": ["dense"], "dense_score": dense_score}
+        elif dense_score is _MISSING:
+            meta = {**base.meta, "retrieval_sources": ["sparse"], "sparse_score": sparse_score}
+        else:
+            meta = {
+                **base.meta,
+                "retrieval_sources": ["dense", "sparse"],
+                "dense_score": dense_score,
+                "sparse_score": sparse_score,
+            }
+        if "retrieval_type" in meta:
+            del meta["retrieval_type"]
+        document = blank_document()
+        fields = document.__dict__
+        fields.update(base.__dict__)
+        fields["score"], fields["meta"] = score, meta
+        documents.append(document)
     return documents
 
 

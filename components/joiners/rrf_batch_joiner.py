@@ -18,7 +18,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from components.checks import check_top_k
 from components.joiners.candidate_sides import sides
 from components.retrievers.candidates import Candidates, Side
-from components.stores.hits import collector_paused
+from components.stores.hits import blank_document, collector_paused
 
 RRF_K = 61  # Haystack's constant: the paper's 60, plus 1 for 0-based ranks
 MAX_K = 1000
@@ -96,17 +96,31 @@ class RRFBatchJoiner:
             return {"documents": [self._fuse_query(q, connected, top_k) for q in range(count)]}
 
     def _fuse_query(self, q: int, connected: list[tuple[Side, Candidates]], top_k: int) -> list[Document]:
-        """DocumentJoiner's ``_reciprocal_rank_fusion`` for query ``q``, then its stable sort by score and cut."""
+        """DocumentJoiner's ``_reciprocal_rank_fusion`` for query ``q``, then its stable sort by score and cut.
+
+        DocumentJoiner keeps, for a passage listed more than once, its last listing's document: ``kept`` is
+        updated list by list, in order. The output Documents are filled in place, no call per document.
+        """
         n = len(connected)
         total = sum(self.weights.values()) if self.weights else 0.0
         scores: dict[str, float] = {}
-        last: dict[str, tuple[Candidates, int]] = {}  # DocumentJoiner keeps the last list's document of a passage
+        kept: dict[str, Document] = {}
+        marks: dict[str, dict[str, Any]] = {}
         for side, candidates in connected:
-            weight = self.weights[side] / total if self.weights else 1 / n
-            for rank, doc_id in enumerate(candidates.ids(q)):
-                scores[doc_id] = scores.get(doc_id, 0) + (weight * n) / (self.k + rank)
-                last[doc_id] = (candidates, rank)
-        for doc_id in scores:
-            scores[doc_id] /= n / self.k
-        best = sorted(scores, key=scores.__getitem__, reverse=True)[:top_k]
-        return [last[doc_id][0].document(q, last[doc_id][1], score=scores[doc_id]) for doc_id in best]
+            factor = (self.weights[side] / total if self.weights else 1 / n) * n
+            ids = candidates.ids(q)
+            for rank, doc_id in enumerate(ids):
+                scores[doc_id] = scores.get(doc_id, 0) + factor / (self.k + rank)
+            kept.update(zip(ids, candidates.hits(q), strict=True))
+            marks.update(dict.fromkeys(ids, candidates.marks))
+        scale = n / self.k
+        fused = {doc_id: score / scale for doc_id, score in scores.items()}
+        documents = []
+        for doc_id in sorted(fused, key=fused.__getitem__, reverse=True)[:top_k]:
+            base = kept[doc_id]
+            document = blank_document()
+            fields = document.__dict__
+            fields.update(base.__dict__)
+            fields["score"], fields["meta"] = fused[doc_id], {**base.meta, **marks[doc_id]}
+            documents.append(document)
+        return documents

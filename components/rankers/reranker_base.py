@@ -11,7 +11,7 @@ on the texts to score and on ``batch_size`` belong to rankers alone and live her
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, TypeAlias, TypeVar, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -70,7 +70,7 @@ def check_batch_size(batch_size: Any) -> int:
 
 def top_k_order(scores: Scores, k: int) -> list[int]:
     """Indexes of the ``k`` highest scores, best first; equal scores keep their input order (stable)."""
-    return [int(i) for i in np.argsort(-scores, kind="stable")[:k]]
+    return cast(list[int], np.argsort(-scores, kind="stable")[:k].tolist())
 
 
 def unique_documents(documents: list[Document]) -> list[Document]:

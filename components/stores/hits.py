@@ -12,8 +12,9 @@ model is hundreds of thousands of objects), took a fifth of that time. Hits hold
 """
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from haystack import Document
@@ -21,6 +22,11 @@ from haystack import Document
 SharedHits = tuple[list[Document], list[float]]
 """One query's hits as a store found them: its own Documents (read-only, never changed) and their scores, best
 first. A fusion stage builds new Documents only for the hits it keeps (``Candidates.shared``)."""
+
+
+blank_document: Callable[[], Document] = partial(object.__new__, Document)
+"""A new Document with no fields yet, for a caller that fills ``__dict__`` from a stored, validated Document in a
+loop of its own (``derived`` is this plus the copy, one call per document)."""
 
 
 def derived(base: Document, **changes: Any) -> Document:
