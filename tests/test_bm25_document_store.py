@@ -112,6 +112,19 @@ def test_skip_keeps_the_first_version() -> None:
     assert store.bm25_retrieval("glacier") == []
 
 
+@pytest.mark.parametrize(("policy", "kept", "gone"), [(DuplicatePolicy.SKIP, "volcano", "glacier"),
+                                                      (DuplicatePolicy.OVERWRITE, "glacier", "volcano")])  # fmt: skip
+def test_an_id_repeated_in_one_batch_is_indexed_with_the_content_it_keeps(
+    policy: DuplicatePolicy, kept: str, gone: str
+) -> None:
+    """SKIP keeps a batch's first copy of an id, OVERWRITE its last; search finds the kept text, not the other."""
+    store = BM25DocumentStore()
+    batch = [Document(id="x", content="volcano eruption lava"), Document(id="x", content="glacier ice melting")]
+    assert store.write_documents(batch, policy=policy) == 1
+    assert store.bm25_retrieval(gone) == []
+    assert [d.content.split()[0] for d in store.bm25_retrieval(kept)] == [kept]
+
+
 def test_get_documents_by_id_keeps_the_order_and_names_missing_ids() -> None:
     """Documents come back in the order asked; an unknown id is an error naming it."""
     store = BM25DocumentStore()

@@ -21,6 +21,7 @@ from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
 from components.stores.bm25.document_store import BM25DocumentStore
+from components.stores.bm25.document_table import document_line
 from components.stores.bm25.spill import DocumentSpill
 from components.stores.faiss.document_store import FAISSDocumentStore
 
@@ -198,10 +199,10 @@ def test_spill_checkpoint_survives_a_clear_and_later_writes(tmp_path: Path) -> N
     """A failed transaction's restore returns the spill to its checkpoint even after a clear and new lines."""
     spill = DocumentSpill(tmp_path / "absent" / "store")
     first = {d.id: d for d in documents(3, None)}
-    spill.put(first)
+    spill.put({d.id: document_line(d, i) for i, d in enumerate(first.values())})
     state = spill.checkpoint()
     spill.clear()
-    spill.put({d.id: d for d in documents(2, None, start=10)})
+    spill.put({d.id: document_line(d, i) for i, d in enumerate(documents(2, None, start=10))})
     assert "d0" not in spill
     spill.restore(state)
     assert seen(spill.get(["d2", "d0"])) == seen([first["d2"], first["d0"]])

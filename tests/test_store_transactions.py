@@ -37,6 +37,13 @@ def _bad_writes() -> dict[str, tuple[Callable[[Any], Any], Any, str | None]]:
             ValueError,
             r"documents\[0\] \(id 'bad'\): field 'meta.when' cannot be stored",
         ),
+        "unserializable embedding": (
+            lambda s: s.write_documents(
+                [doc("ok", "fine"), Document(id="bad", content="planet", embedding=[object()])]
+            ),
+            ValueError,
+            r"documents\[1\].*embedding",
+        ),
         "duplicate": (
             lambda s: s.write_documents([doc("new", "planet"), doc("mars", "planet")]),
             Exception,

@@ -68,12 +68,6 @@ def encode_document(document: Document, position: int) -> str:
     return text
 
 
-def check_documents_storable(documents: list[Document]) -> None:
-    """Check that every document of a list passes ``encode_document``."""
-    for position, document in enumerate(documents):
-        encode_document(document, position)
-
-
 def check_meta_storable(meta: Any) -> None:
     """Check a ``meta`` update (``update_by_filter``) before it touches any document."""
     if not isinstance(meta, dict):

@@ -12,7 +12,7 @@ from haystack.utils.filters import document_matches_filter
 
 from components.checks import check_filters
 from components.stores.async_twins import DocumentStoreAsyncTwins
-from components.stores.bm25.document_table import JsonlDocumentTable
+from components.stores.bm25.document_table import JsonlDocumentTable, document_line
 from components.stores.bm25.documents import DocumentsState, StoredDocuments, apply_policy, copied
 from components.stores.bm25.generation_files import document_table, write_generation
 from components.stores.bm25.index import BM25Index, IndexState
@@ -21,7 +21,7 @@ from components.stores.bm25.searches import BM25Searches
 from components.stores.bm25.segments import BM25Params, MainSegment
 from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init
 from components.stores.bm25.tokenizers import BM25Tokenizer, TokenizerSetting
-from components.stores.document_checks import check_document_list, check_documents_storable, check_meta_storable
+from components.stores.document_checks import check_document_list, check_meta_storable
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 
@@ -201,19 +201,20 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
             Unicode, a field JSON cannot hold), naming ``documents[i] (id ...)`` and the field.
         :raises DuplicateDocumentError: With ``FAIL``, naming the first id that already exists.
         """
-        check_documents_storable(check_document_list(documents))
+        lines = [document_line(d, i) for i, d in enumerate(check_document_list(documents))]  # checks each one
         policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else DuplicatePolicy(policy)
-        terms = dict(
-            zip((d.id for d in documents), self._tokenizer_ready()([d.content or "" for d in documents]), strict=True)
-        )
+        terms = self._tokenizer_ready()([d.content or "" for d in documents])
 
         def change() -> tuple[int, bool]:
             index = self._ready()
             accepted = apply_policy(index, documents, policy)
             # Documents first: a spill that fails (a full disk) leaves the index as it was.
-            self._documents.put({doc_id: copied(document) for doc_id, document in accepted.items()})
+            self._documents.put(
+                {doc_id: documents[at] for doc_id, at in accepted.items()},
+                {doc_id: lines[at] for doc_id, at in accepted.items()},
+            )
             index.delete([doc_id for doc_id in accepted if doc_id in index])
-            index.add(list(accepted), [terms[doc_id] for doc_id in accepted])
+            index.add(list(accepted), [terms[at] for at in accepted.values()])
             return len(accepted), bool(accepted)
 
         return self._mutate(change)
@@ -255,7 +256,7 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
             documents = [copied(d) for d in self._matching(filters)]
             for document in documents:
                 document.meta.update(meta)
-            self._documents.put({d.id: d for d in documents})
+            self._documents.put({d.id: d for d in documents})  # keeps copies of its own
             return len(documents), bool(documents)
 
         return self._mutate(change)

@@ -19,7 +19,7 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25.persistence import load_array
-from components.stores.document_checks import document_dict
+from components.stores.document_checks import document_dict, encode_document
 from components.stores.recent_documents import RecentDocuments
 
 DOCUMENTS = "documents.jsonl"
@@ -44,14 +44,19 @@ def write_documents_file(directory: Path, lines: Iterable[bytes]) -> None:
 
 
 def document_line(document: Document, position: int) -> bytes:
-    """The line ``documents.jsonl`` holds for ``document`` (``Document.to_dict``, UTF-8, newline-terminated).
+    """The line ``documents.jsonl`` holds for ``document`` (``Document.to_dict``, UTF-8, newline-terminated),
+    checked as a write checks each document (``encode_document``): one JSON encoding serves both.
 
-    :raises ValueError: Naming the document (#position, id) when it cannot be written as JSON.
+    :raises ValueError: Naming ``documents[position] (id ...)`` and the field that is not valid Unicode or cannot
+        be written as JSON.
     """
     try:
         return json.dumps(document_dict(document), ensure_ascii=False).encode("utf-8") + b"\n"
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"document #{position} (id {document.id}) cannot be saved as JSON: {exc}") from exc
+    except (TypeError, ValueError, RecursionError):
+        encode_document(document, position)  # raises, naming the field at fault, unless only the embedding is
+        raise ValueError(
+            f"documents[{position}] (id {document.id!r}): field 'embedding' cannot be stored as JSON (a list of floats)"
+        ) from None
 
 
 _PLAIN_FIELDS = frozenset(("id", "content", "blob", "meta", "score", "embedding", "sparse_embedding"))

@@ -47,15 +47,20 @@ class StoredDocuments:
         """Read documents not in memory from ``table`` (that of the live saved generation) from now on."""
         self._table = table
 
-    def put(self, documents: dict[str, Document]) -> None:
-        """Hold these documents (new, or replacing the version with the same id)."""
+    def put(self, documents: dict[str, Document], lines: dict[str, bytes] | None = None) -> None:
+        """
+        Hold copies of these documents (new, or replacing the version with the same id): in memory, or after
+        ``spill_to`` as their saved lines, ``lines`` when the caller already encoded them (``document_line``).
+        """
         self._masks.clear()
         if self._spill_near is None:
-            self._memory.update(documents)
+            self._memory.update({doc_id: copied(document) for doc_id, document in documents.items()})
             return
         if self._spill is None:
             self._spill = DocumentSpill(self._spill_near)
-        self._spill.put(documents)
+        if lines is None:
+            lines = {doc_id: document_line(document, i) for i, (doc_id, document) in enumerate(documents.items())}
+        self._spill.put(lines)
         for doc_id in documents:
             self._memory.pop(doc_id, None)  # a cached saved version
 
@@ -141,14 +146,15 @@ def copied(document: Document) -> Document:
     return copy
 
 
-def apply_policy(index: BM25Index, documents: list[Document], policy: DuplicatePolicy) -> dict[str, Document]:
-    """The documents to write under ``policy``, by id (a later duplicate in the batch wins with OVERWRITE)."""
-    accepted: dict[str, Document] = {}
+def apply_policy(index: BM25Index, documents: list[Document], policy: DuplicatePolicy) -> dict[str, int]:
+    """The documents to write under ``policy``: their positions in ``documents`` by id (a later duplicate in the
+    batch wins with OVERWRITE)."""
+    accepted: dict[str, int] = {}
     for position, document in enumerate(documents):
         exists = document.id in index or document.id in accepted
         if exists and policy == DuplicatePolicy.FAIL:
             raise DuplicateDocumentError(f"ID '{document.id}' (documents[{position}]) already exists.")
         if exists and policy == DuplicatePolicy.SKIP:
             continue
-        accepted[document.id] = document
+        accepted[document.id] = position
     return accepted

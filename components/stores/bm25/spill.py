@@ -16,7 +16,7 @@ from typing import IO
 
 from haystack import Document
 
-from components.stores.bm25.document_table import document_line, read_line
+from components.stores.bm25.document_table import read_line
 
 _NAME = "temporary file of the BM25 store's written documents"
 
@@ -38,13 +38,13 @@ class DocumentSpill:
     def __contains__(self, doc_id: str) -> bool:
         return doc_id in self._line
 
-    def put(self, documents: dict[str, Document]) -> None:
-        """Append these documents (new, or replacing the line of the same id) in one write."""
-        lines = [document_line(document, position) for position, document in enumerate(documents.values())]
+    def put(self, lines: dict[str, bytes]) -> None:
+        """Append these documents' lines (``document_line``; new, or replacing the line of the same id) in one
+        write."""
         self._file.seek(self._offsets[-1])
-        self._file.write(b"".join(lines))  # an OSError (a full disk) propagates: `needle index` reports it
+        self._file.write(b"".join(lines.values()))  # an OSError (a full disk) propagates: `needle index` reports it
         self._file.flush()
-        for doc_id, line in zip(documents, lines, strict=True):
+        for doc_id, line in lines.items():
             self._line[doc_id] = len(self._offsets) - 1
             self._offsets.append(self._offsets[-1] + len(line))
 
