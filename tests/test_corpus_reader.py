@@ -89,6 +89,10 @@ def test_trailing_blank_lines_crlf_and_bom_are_accepted(tmp_path: Path) -> None:
         ),
         (['{"id": 1,}'], "line 1: invalid JSON: Expecting property name enclosed in double quotes (column 10)"),
         (
+            ['{"id": "a", "contents": "fine"}', '\ufeff{"id": "b", "contents": "x"}'],
+            "line 2: invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) (column 1)",
+        ),
+        (
             ['{"id": "a", "body": "x"}'],
             "line 1: missing text field: expected 'contents' (UltraRAG) or 'text' (BEIR); set content_field otherwise",
         ),

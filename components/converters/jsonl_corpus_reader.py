@@ -31,6 +31,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.converters.jsonl_lines import CorpusFormatError, iter_json_objects, json_type
+from components.stores.hits import text_document
 
 __all__ = ["CorpusFormatError", "JSONLCorpusReader", "iter_corpus"]
 
@@ -103,7 +104,7 @@ def _to_document(obj: dict[str, Any], layout: _Layout, path: Path, line_no: int)
     obj[_RESERVED_META] = line_no
     if layout.title_in_content and title:
         content = f"{title}\n{content}"
-    return Document(id=doc_id, content=content, meta=obj)
+    return text_document(doc_id, content, obj)  # checked above: a non-empty id, a string content
 
 
 def iter_corpus(

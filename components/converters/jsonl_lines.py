@@ -114,8 +114,10 @@ def parse_line(raw: bytes, path: Path, line_no: int) -> dict[str, Any]:
     """One non-blank line (bytes, with or without its line ending) as a checked JSON object."""
     text = _decode(raw.rstrip(b"\r\n"), path, line_no)
     _check_depth(text, path, line_no)
+    if text.startswith("\ufeff"):  # json.loads' own check, which the decoder alone skips
+        raise CorpusFormatError(path, line_no, "invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) (column 1)")
     try:
-        obj = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        obj = _DECODER.decode(text)
     except json.JSONDecodeError as e:
         raise CorpusFormatError(path, line_no, f"invalid JSON: {e.msg} (column {e.colno})") from None
     except (ValueError, RecursionError) as e:  # our hooks, Python's int digit limit, a very low recursion limit
@@ -147,6 +149,10 @@ def _finite_float(literal: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"number {literal[:40]} is out of the float range")
     return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+"""One decoder for every line (``json.loads`` with hooks builds a new one per call)."""
 
 
 def _check_depth(text: str, path: Path, line_no: int) -> None:

@@ -29,6 +29,26 @@ blank_document: Callable[[], Document] = partial(object.__new__, Document)
 loop of its own (``derived`` is this plus the copy, one call per document)."""
 
 
+def text_document(
+    doc_id: str,
+    content: str | None,
+    meta: dict[str, Any],
+    score: float | None = None,
+    embedding: list[float] | None = None,
+) -> Document:
+    """
+    ``Document(id=doc_id, content=content, meta=meta, score=score, embedding=embedding)`` from fields already
+    checked (``doc_id`` a non-empty string, ``content`` a string or None), which is when ``__init__`` would set
+    exactly these and nothing else. It skips ``__init__``'s per-field tracking: about 1 µs a document where
+    ``Document(...)`` costs 10-20, which at a million passages is seconds of a build.
+    """
+    document = blank_document()
+    fields = document.__dict__
+    fields["id"], fields["content"], fields["blob"], fields["meta"] = doc_id, content, None, meta
+    fields["score"], fields["embedding"], fields["sparse_embedding"] = score, embedding, None
+    return document
+
+
 def derived(base: Document, **changes: Any) -> Document:
     """
     Return a new Document equal to ``dataclasses.replace(base, **changes)``.

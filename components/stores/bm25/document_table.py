@@ -20,6 +20,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25.persistence import load_array
 from components.stores.document_checks import document_dict, encode_document
+from components.stores.hits import text_document
 from components.stores.recent_documents import RecentDocuments
 
 DOCUMENTS = "documents.jsonl"
@@ -74,17 +75,7 @@ def document_from_dict(data: dict[str, Any]) -> Document:
         return Document.from_dict(data)
     if content is not None and not isinstance(content, str):
         return Document.from_dict(data)  # raises the error Document gives
-    document = object.__new__(Document)
-    document.__dict__.update(
-        id=doc_id,
-        content=content,
-        blob=None,
-        meta=dict(meta),
-        score=data.get("score"),
-        embedding=data.get("embedding"),
-        sparse_embedding=None,
-    )
-    return document
+    return text_document(doc_id, content, dict(meta), data.get("score"), data.get("embedding"))
 
 
 class JsonlDocumentTable:
