@@ -4,9 +4,11 @@ import pytest
 from haystack import Document
 from haystack.core.errors import SerializationError
 from haystack.document_stores.errors import DocumentStoreError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from components.stores.bm25.document_store import BM25DocumentStore
-from components.stores.bm25.tokenizers import BM25Tokenizer
+from components.stores.bm25.tokenizers import BM25Tokenizer, EncodedTexts
 
 
 def test_english_lowercases_drops_stopwords_and_stems() -> None:
@@ -80,3 +82,26 @@ def test_a_python_function_returning_the_wrong_type_is_reported_with_the_text() 
 
     with pytest.raises(TypeError, match=r"tokenizer .*length must return list\[str\]; for text #1 it returned int"):
         BM25Tokenizer(tokenizer=length)(["a", "bb"])
+
+
+WORDS = st.sampled_from(["the", "Running", "runs", "a", "of", "élan", "naïve", "x", "id_42", "ΑΒΓ", "--", "i's", "s"])
+TEXTS = st.lists(st.lists(WORDS | st.text(max_size=6), max_size=12).map(" ".join), max_size=6)
+
+
+def decoded(texts: EncodedTexts) -> list[list[str]]:
+    """Each text's terms back from the batch's local ids."""
+    ends = texts.lengths.cumsum().tolist()
+    spans = zip(texts.lengths.tolist(), ends, strict=True)
+    return [[texts.terms[i] for i in texts.flat[end - n : end].tolist()] for n, end in spans]
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, st.sampled_from(["en", "character", "words", "whitespace"]))
+def test_encoded_texts_hold_exactly_the_terms_of_each_text(texts: list[str], name: str) -> None:
+    """What a write indexes (encode: the English one builds ids without per-text term lists) is what a query sees
+    (the tokenizer's terms, stopwords dropped, in order, repeats kept); local ids follow sorted terms."""
+    tokenizer = BM25Tokenizer(tokenizer=name)
+    encoded = tokenizer.encode(texts)
+    assert decoded(encoded) == tokenizer(texts)
+    assert encoded.terms == sorted(set(encoded.terms))
+    assert len(encoded.lengths) == len(texts)

@@ -8,6 +8,7 @@ with MiniLM's tokenizer, built here, so a corpus of a few thousand passages enco
 import contextlib
 import io
 import json
+import os
 import random
 import re
 import signal
@@ -145,6 +146,20 @@ def test_bm25_only_streamed_equals_one_shot(corpus: Path, tmp_path: Path) -> Non
     assert [d.id for d in streamed.filter_documents()] == [f"d{i}" for i in range(1, N + 1)]
     saved = [live(root) / "documents.jsonl" for root in (live(tmp_path / "ix") / "bm25", tmp_path / "one-shot")]
     assert saved[0].read_bytes() == saved[1].read_bytes()  # the spilled lines, copied, are what a save encodes
+
+
+def test_bm25_builds_are_byte_identical_whatever_the_hash_seed(corpus: Path, tmp_path: Path) -> None:
+    """Two builds of one corpus, in processes with different string hashing, save the same index files: term ids
+    follow sorted terms, never a set's iteration order (manifests differ only in their date and generation id)."""
+    saved = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"seed{seed}"
+        argv = [NEEDLE, "index", str(corpus), "--out", str(out), "--no-dense", "--bm25", "--chunk-size", "97"]
+        subprocess.run(argv, capture_output=True, check=True, env={**os.environ, "PYTHONHASHSEED": seed})
+        files = sorted(p for p in live(live(out) / "bm25").iterdir() if p.name != "manifest.json")
+        saved.append({p.name: p.read_bytes() for p in files})
+    assert "vocab.index.json" in saved[0]
+    assert saved[0] == saved[1]
 
 
 def test_rebuild_of_unchanged_corpus_reuses_embeddings(corpus: Path, tiny_model: str, tmp_path: Path) -> None:

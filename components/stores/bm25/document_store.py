@@ -203,7 +203,7 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
         """
         lines = [document_line(d, i) for i, d in enumerate(check_document_list(documents))]  # checks each one
         policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else DuplicatePolicy(policy)
-        terms = self._tokenizer_ready()([d.content or "" for d in documents])
+        texts = self._tokenizer_ready().encode([d.content or "" for d in documents])
 
         def change() -> tuple[int, bool]:
             index = self._ready()
@@ -214,7 +214,7 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
                 {doc_id: lines[at] for doc_id, at in accepted.items()},
             )
             index.delete([doc_id for doc_id in accepted if doc_id in index])
-            index.add(list(accepted), [terms[at] for at in accepted.values()])
+            index.add(list(accepted), texts, list(accepted.values()))
             return len(accepted), bool(accepted)
 
         return self._mutate(change)

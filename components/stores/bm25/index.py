@@ -15,13 +15,13 @@ documents a higher one. With the default ratio 0.1 the IDF of a term moves by at
 N; rankings within one query barely change. A freshly built index scores exactly like raw bm25s.
 """
 
-import itertools
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from components.stores.bm25.segments import NO_HITS, BM25Params, DeltaSegment, Hits, MainSegment
+from components.stores.bm25.tokenizers import EncodedTexts
 
 # BM25Index.checkpoint(): main segment, vocabulary, alive mask, main rows by id, delta term ids, delta view,
 # full_builds, delta_builds
@@ -134,19 +134,21 @@ class BM25Index:
             main_ids = [self._main.ids[r] for r in np.flatnonzero(self._alive)] if self._main else []
             return main_ids + list(self._delta)
 
-    def add(self, doc_ids: list[str], terms: list[list[str]]) -> None:
-        """Add new documents (ids not yet present) to the delta; new terms extend the vocabulary."""
+    def add(self, doc_ids: list[str], texts: EncodedTexts, rows: list[int] | None = None) -> None:
+        """
+        Add new documents (ids not yet present) to the delta: ``doc_ids[i]`` has the terms of text ``rows[i]`` of
+        ``texts`` (of text ``i`` when ``rows`` is None). New terms extend the vocabulary, in ``texts.terms`` order.
+        """
         if not doc_ids:
             return
         with self._lock:
             vocab = self._vocab
-            for term in set().union(*terms).difference(vocab):
-                vocab[term] = len(vocab)
-            lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
-            flat = np.fromiter(
-                map(vocab.__getitem__, itertools.chain.from_iterable(terms)), dtype=np.int32, count=int(lengths.sum())
+            to_global = np.fromiter(
+                (vocab.setdefault(term, len(vocab)) for term in texts.terms), dtype=np.int32, count=len(texts.terms)
             )
-            self._delta.update(zip(doc_ids, np.split(flat, np.cumsum(lengths)[:-1]), strict=True))
+            per_text = np.split(to_global[texts.flat], np.cumsum(texts.lengths)[:-1])
+            chosen = per_text if rows is None else [per_text[row] for row in rows]
+            self._delta.update(zip(doc_ids, chosen, strict=True))
             self._changed(delta=True)
 
     def delete(self, doc_ids: list[str]) -> int:
