@@ -1,6 +1,7 @@
 """The BM25 tokenizers: what terms each built-in produces, Python functions passed in code, and refused names."""
 
 import pytest
+import Stemmer
 from haystack import Document
 from haystack.core.errors import SerializationError
 from haystack.document_stores.errors import DocumentStoreError
@@ -8,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.stores.bm25.document_store import BM25DocumentStore
-from components.stores.bm25.tokenizers import BM25Tokenizer, EncodedTexts
+from components.stores.bm25.tokenizers import BM25Tokenizer, EncodedTexts, _english_parts
 
 
 def test_english_lowercases_drops_stopwords_and_stems() -> None:
@@ -105,3 +106,12 @@ def test_encoded_texts_hold_exactly_the_terms_of_each_text(texts: list[str], nam
     assert decoded(encoded) == tokenizer(texts)
     assert encoded.terms == sorted(set(encoded.terms))
     assert len(encoded.lengths) == len(texts)
+
+
+def test_the_stem_cache_gives_every_stem_when_it_starts_afresh() -> None:
+    """Past its size the cache starts again with the words asked for; words it held before still get their stem
+    (a lookup of a word stemmed in an earlier batch once raised KeyError here)."""
+    _, stems = _english_parts(4)
+    uncached = Stemmer.Stemmer("english").stemWords
+    for batch in (["running", "cats"], ["running", "flies", "cats"], ["agreed", "running", "cats", "ponies"]):
+        assert stems(batch) == uncached(batch)

@@ -139,14 +139,14 @@ class BM25Tokenizer:
 
 
 @functools.cache
-def _english_parts() -> tuple[frozenset[str], Callable[[list[str]], list[str]]]:
+def _english_parts(cache_words: int = STEM_CACHE_WORDS) -> tuple[frozenset[str], Callable[[list[str]], list[str]]]:
     """
     One per process: bm25s' English stopwords, and PyStemmer's Snowball English ``stemWords`` behind a cache of
     the words stemmed so far (loaded here, on first use). Each chunk of a streamed build holds tens of thousands
     of distinct words, mostly the same from chunk to chunk: stemming them again was a quarter of the build's
     tokenizing, where bm25s, tokenizing the whole corpus at once, stems each word once. Past
-    ``STEM_CACHE_WORDS`` words the cache starts afresh (a new dict: a thread still reading the old one is
-    unaffected).
+    ``cache_words`` words the cache starts afresh with the words asked for (a new dict: a thread still reading
+    the old one is unaffected).
     """
     import Stemmer
     from bm25s.stopwords import STOPWORDS_EN
@@ -155,11 +155,13 @@ def _english_parts() -> tuple[frozenset[str], Callable[[list[str]], list[str]]]:
     caches: list[dict[str, str]] = [{}]
 
     def stems(words: list[str]) -> list[str]:
+        """The stem of each of these distinct words."""
         cache = caches[0]
         new = [word for word in words if word not in cache]
         if new:
-            if len(cache) + len(new) > STEM_CACHE_WORDS:
-                cache = caches[0] = {}
+            if len(cache) + len(new) > cache_words:
+                cache, new = {}, words
+                caches[0] = cache
             cache.update(zip(new, stem_words(new), strict=True))
         return list(map(cache.__getitem__, words))
 
