@@ -80,11 +80,10 @@ class Candidates:
         """Retrieval scores of query ``query``'s hits, best first."""
         return self._scores[query]
 
-    def document(self, query: int, position: int, **changes: Any) -> Document:
-        """A new Document for hit ``position`` of query ``query`` (own meta dict), with ``changes`` applied."""
+    def document(self, query: int, position: int) -> Document:
+        """A new Document for hit ``position`` of query ``query``: its score, and its meta (own dict) with ``marks``."""
         base = self._lists[query][position]
-        meta = changes.pop("meta") if "meta" in changes else {**base.meta, **self._marks}
-        return derived(base, **{"score": self._scores[query][position], "meta": meta, **changes})
+        return derived(base, score=self._scores[query][position], meta={**base.meta, **self._marks})
 
     def hits(self, query: int) -> tuple[Document, ...]:
         """Query ``query``'s hit documents, best first, as the retriever gave them: read them, never change them

@@ -56,7 +56,7 @@ def derived(base: Document, **changes: Any) -> Document:
     It skips ``Document.__init__``, which is safe because ``base`` was validated when it was written and
     ``changes`` only sets score, meta or embedding.
     """
-    document = object.__new__(Document)
+    document = blank_document()
     document.__dict__.update(base.__dict__)
     document.__dict__.update(changes)
     return document
@@ -64,7 +64,7 @@ def derived(base: Document, **changes: Any) -> Document:
 
 def hit(base: Document, score: float, retrieval_type: str) -> Document:
     """A new Document for a search hit: ``base`` with ``score`` and ``meta["retrieval_type"]`` (own meta dict)."""
-    document = object.__new__(Document)
+    document = blank_document()
     fields = document.__dict__
     fields.update(base.__dict__)
     fields["score"] = score

@@ -134,10 +134,10 @@ class BM25Index:
             main_ids = [self._main.ids[r] for r in np.flatnonzero(self._alive)] if self._main else []
             return main_ids + list(self._delta)
 
-    def add(self, doc_ids: list[str], texts: EncodedTexts, rows: list[int] | None = None) -> None:
+    def add(self, doc_ids: list[str], texts: EncodedTexts, rows: list[int]) -> None:
         """
         Add new documents (ids not yet present) to the delta: ``doc_ids[i]`` has the terms of text ``rows[i]`` of
-        ``texts`` (of text ``i`` when ``rows`` is None). New terms extend the vocabulary, in ``texts.terms`` order.
+        ``texts``. New terms extend the vocabulary, in ``texts.terms`` order.
         """
         if not doc_ids:
             return
@@ -147,8 +147,7 @@ class BM25Index:
                 (vocab.setdefault(term, len(vocab)) for term in texts.terms), dtype=np.int32, count=len(texts.terms)
             )
             per_text = np.split(to_global[texts.flat], np.cumsum(texts.lengths)[:-1])
-            chosen = per_text if rows is None else [per_text[row] for row in rows]
-            self._delta.update(zip(doc_ids, chosen, strict=True))
+            self._delta.update(zip(doc_ids, [per_text[row] for row in rows], strict=True))
             self._changed(delta=True)
 
     def delete(self, doc_ids: list[str]) -> int:
