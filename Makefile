@@ -6,9 +6,6 @@ STAMP := $(VENV)/.installed
 # infinity-emb pins numpy<2 and old typer/click, so its server (used by the TEI client tests) gets its own venv.
 INF_VENV := .venv-infinity
 INF_STAMP := $(INF_VENV)/.installed
-# The mcp SDK (used by the tests as an MCP client of `needle serve`) pins pyjwt>=2.10, zhipuai pyjwt<2.9: own venv.
-MCP_VENV := .venv-mcp
-MCP_STAMP := $(MCP_VENV)/.installed
 
 .PHONY: run test lint install bench clean
 
@@ -29,19 +26,13 @@ $(INF_STAMP):
 	$(INF_VENV)/bin/pip install -q 'infinity-emb[server,torch]'
 	touch $(INF_STAMP)
 
-$(MCP_STAMP):
-	$(PY) -m venv $(MCP_VENV)
-	$(MCP_VENV)/bin/pip install -q -U pip
-	$(MCP_VENV)/bin/pip install -q 'mcp>=1.20,<2'
-	touch $(MCP_STAMP)
-
 install: $(STAMP)
 
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/needle index samples/python_docs.jsonl --out .needle/sample --bm25 --overwrite
 	HF_HUB_OFFLINE=1 $(BIN)/needle search .needle/sample "how do I parse command line arguments" "read and write zip archives" "run a function in a separate thread" --top-k 3
 
-test: $(STAMP) $(INF_STAMP) $(MCP_STAMP)
+test: $(STAMP) $(INF_STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
 # The checks CI runs before the tests: lint, formatting and types. Any finding fails.
@@ -54,4 +45,4 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(INF_VENV) $(MCP_VENV) .needle .pytest-models
+	rm -rf $(VENV) $(INF_VENV) .needle .pytest-models
