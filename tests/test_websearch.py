@@ -1,4 +1,4 @@
-"""Web search components with the real SDKs (exa-py, tavily-python, zhipuai) against local protocol servers.
+"""Web search components (exa-py and tavily-python SDKs, ZhipuAI over httpx) against local protocol servers.
 
 Each provider's server (tests/servers/websearch_servers.py) follows its documented request, answer and error
 shapes; tests check the requests on the server side, the Documents, concurrency and order, every error path

@@ -1,8 +1,8 @@
 """How a failed web search is described, and which failures a retry may fix.
 
-Each provider's SDK reports trouble its own way: exa-py raises ``ValueError("Request failed with status code N:
+Each provider reports trouble its own way: exa-py raises ``ValueError("Request failed with status code N:
 body")``, tavily-python raises a class per status that drops the status (432 and 433 both become
-``ForbiddenError``), zhipuai raises ``APIStatusError`` subclasses. The provider modules turn those into one
+``ForbiddenError``), ZhipuAI answers ``{"error": {"code", "message"}}``. The provider modules turn those into one
 ``Failure`` (HTTP status or None, the provider's own message, retryable or not); the search loop retries or
 raises a ``WebSearchError`` that names provider, status, message and query.
 

@@ -1,33 +1,33 @@
-"""Web search through ZhipuAI's ``web_search`` API (the zhipuai SDK): ``query`` -> Documents.
+"""Web search through ZhipuAI's ``web_search`` API: ``query`` -> Documents.
 
-Each request is ``ZhipuAI(...).web_search.web_search(search_query=..., search_engine=..., count=top_k,
-search_intent=..., search_recency_filter=..., content_size=..., extra_body=search_kwargs)``: ``POST
-{base_url}/web_search`` with ``Authorization: Bearer KEY``, answered by ``{"search_result": [{"title", "content",
-"link", "media", "icon", "refer", "publish_date"}], "search_intent": [...]}`` — UltraRAG's ZhipuAI call, with its
-defaults (``search_std``, no intent recognition, ``noLimit``, ``medium``). Zhipu gives no score.
+Each request is ``POST {base_url}/web_search`` with ``Authorization: Bearer KEY`` and ``{"search_query",
+"search_engine", "count": top_k, "search_intent", "search_recency_filter", "content_size", **search_kwargs}``,
+answered by ``{"search_result": [{"title", "content", "link", "media", "icon", "refer", "publish_date"}],
+"search_intent": [...]}`` — UltraRAG's ZhipuAI call, with its defaults (``search_std``, no intent recognition,
+``noLimit``, ``medium``). Zhipu gives no score; its errors are ``{"error": {"code", "message"}}``.
 
-The zhipuai SDK (2.1.5) has this call but no asyncio client, so ``run_async`` runs the synchronous SDK in worker
-threads (at most ``retrieve_thread_num`` at once). Its own retries are switched off; ours apply.
+The request is sent with httpx (``httpx.Client`` for ``run``, ``httpx.AsyncClient`` for ``run_async``), as
+UltraRAG itself sends it with aiohttp: the zhipuai SDK adds nothing to one documented POST, has no asyncio client,
+and pins pyjwt below what the mcp SDK needs, so the two could not share an environment.
 
 Zhipu accepts at most 70 characters of ``search_query``. A longer query is cut to its first 70 characters with
 a warning (not an error: questions in a RAG pipeline often run longer, and their start carries the topic);
 ``meta["query_truncated"]`` says so on each Document.
 """
 
-import asyncio
 import logging
 from typing import Any
 
+import httpx
 from haystack import component
 from haystack.utils import Secret
-from zhipuai import APIConnectionError, APIStatusError, APITimeoutError, ZhipuAI  # type: ignore[import-untyped]
 
 from components.websearch.websearch_common import Hit, SingleQueryRuns, WebSearchBase
 from components.websearch.websearch_errors import (
     Failure,
     ProviderHTTPError,
     connection_failure,
-    http_failure,
+    provider_message,
     timeout_failure,
 )
 
@@ -41,7 +41,7 @@ CONTENT_SIZES = ("medium", "high")
 
 
 class ZhipuAISearchBase(WebSearchBase):
-    """ZhipuAI's options and SDK calls, shared by ``ZhipuAIWebSearch`` and ``ZhipuAIBatchWebSearch``."""
+    """ZhipuAI's options and HTTP calls, shared by ``ZhipuAIWebSearch`` and ``ZhipuAIBatchWebSearch``."""
 
     provider = "zhipuai"
     max_top_k = ZHIPUAI_MAX_COUNT
@@ -69,7 +69,7 @@ class ZhipuAISearchBase(WebSearchBase):
         """Create the component; no client is made and nothing is sent until the first run.
 
         :param api_key: ZhipuAI's key, by default from ``ZHIPUAI_API_KEY`` (serialized as that reference only).
-        :param base_url: The API root the SDK appends ``/web_search`` to; None: ``https://open.bigmodel.cn/api/paas/v4``.
+        :param base_url: The API root ``/web_search`` is appended to; None: ``https://open.bigmodel.cn/api/paas/v4``.
         :param top_k: Hits per query, 1..50 (Zhipu's ``count`` limit).
         :param retries: Extra attempts after a timeout, a lost connection, 408/429 or 5xx, 0..10 (2 makes the
             3 tries of UltraRAG's default ``retries: 3``).
@@ -111,41 +111,60 @@ class ZhipuAISearchBase(WebSearchBase):
         self.content_size = content_size
 
     def _make_client(self, key: str) -> Any:
-        """The zhipuai SDK client, its own retries off."""
-        base = self.base_url or ZHIPUAI_DEFAULT_URL
-        return ZhipuAI(api_key=key, base_url=base, timeout=self.timeout, max_retries=0)
+        """An httpx client for the API root, the key in its ``Authorization`` header."""
+        return httpx.Client(**self._client_options(key))
 
     def _make_async_client(self, key: str) -> Any:
-        """The same synchronous client: the SDK has no asyncio one (see ``_call_async``)."""
-        return self._make_client(key)
+        """The asyncio twin of ``_make_client``."""
+        return httpx.AsyncClient(**self._client_options(key))
+
+    def _client_options(self, key: str) -> dict[str, Any]:
+        base = self.base_url or ZHIPUAI_DEFAULT_URL
+        headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        return {"base_url": f"{base}/", "headers": headers, "timeout": self.timeout}
+
+    def _body(self, query: str, top_k: int) -> tuple[dict[str, Any], bool]:
+        """The JSON body of one search, and whether the query was cut to Zhipu's 70 characters."""
+        sent, truncated = _fit(query)
+        body = {
+            "search_query": sent,
+            "search_engine": self.search_engine,
+            "count": top_k,
+            "search_intent": self.search_intent,
+            "search_recency_filter": self.search_recency_filter,
+            "content_size": self.content_size,
+            **self.search_kwargs,
+        }
+        return body, truncated
 
     def _call(self, client: Any, query: str, top_k: int) -> list[Hit]:
-        sent, truncated = _fit(query)
-        answer = client.web_search.web_search(
-            search_query=sent,
-            search_engine=self.search_engine,
-            count=top_k,
-            search_intent=self.search_intent,
-            search_recency_filter=self.search_recency_filter,
-            content_size=self.content_size,
-            extra_body=self.search_kwargs or None,
-        )
-        results = getattr(answer, "search_result", None)
-        if not isinstance(results, list):
-            raise ProviderHTTPError(200, f"the answer has no 'search_result' list: {str(answer)[:200]}")
-        return [_hit(result, truncated) for result in results]
+        body, truncated = self._body(query, top_k)
+        return _hits(client.post("web_search", json=body), truncated)
 
     async def _call_async(self, client: Any, query: str, top_k: int) -> list[Hit]:
-        return await asyncio.to_thread(self._call, client, query, top_k)
+        body, truncated = self._body(query, top_k)
+        return _hits(await client.post("web_search", json=body), truncated)
 
     def _failure(self, exc: Exception) -> Failure | None:
-        if isinstance(exc, APITimeoutError):
+        if isinstance(exc, httpx.TimeoutException):
             return timeout_failure(self.timeout)
-        if isinstance(exc, APIConnectionError):
-            return connection_failure(exc.__cause__ or exc)
-        if isinstance(exc, APIStatusError):
-            return http_failure(exc.status_code, exc.response.text)
+        if isinstance(exc, httpx.TransportError):
+            return connection_failure(exc)
         return None
+
+
+def _hits(response: httpx.Response, truncated: bool) -> list[Hit]:
+    """The hits of one answer; an error status or a 200 answer of another shape is a ``ProviderHTTPError``."""
+    if response.status_code >= 400:
+        raise ProviderHTTPError(response.status_code, provider_message(response.text))
+    try:
+        answer = response.json()
+    except ValueError:
+        raise ProviderHTTPError(200, f"the answer is not JSON: {response.text[:200]!r}") from None
+    results = answer.get("search_result") if isinstance(answer, dict) else None
+    if not isinstance(results, list):
+        raise ProviderHTTPError(200, f"the answer has no 'search_result' list: {str(answer)[:200]}")
+    return [_hit(result, truncated) for result in results]
 
 
 def _fit(query: str) -> tuple[str, bool]:
@@ -161,11 +180,10 @@ def _fit(query: str) -> tuple[str, bool]:
     return query[:ZHIPUAI_MAX_QUERY_CHARS], True
 
 
-def _hit(result: Any, truncated: bool) -> Hit:
-    """One ``search_result`` item (the SDK's model, or a plain dict) as a hit."""
-    fields = result if isinstance(result, dict) else getattr(result, "__dict__", None)
+def _hit(fields: Any, truncated: bool) -> Hit:
+    """One ``search_result`` item as a hit."""
     if not isinstance(fields, dict):
-        raise ProviderHTTPError(200, f"a search_result item is not an object: {str(result)[:200]}")
+        raise ProviderHTTPError(200, f"a search_result item is not an object: {str(fields)[:200]}")
     hit = {
         "content": fields.get("content"),
         "url": fields.get("link"),
