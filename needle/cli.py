@@ -161,6 +161,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         cors_origins=args.cors_origin or [],
         reranker=args.reranker,
         reranker_max_batch=args.reranker_max_batch,
+        deploy_search=args.allow_deploy_search,
     )
 
 
@@ -292,6 +293,11 @@ def parser() -> argparse.ArgumentParser:
         default=32,
         metavar="N",
         help="most texts per /rerank request (413 beyond; default 32, TEI's --max-client-batch-size)",
+    )
+    sv.add_argument(
+        "--allow-deploy-search",
+        action="store_true",
+        help="list the MCP tool retriever_deploy_search, which fetches a URL the caller names (default: off)",
     )
     sv.set_defaults(func=cmd_serve)
     add_tune_parser(sub)

@@ -1,7 +1,7 @@
 """The HTTP app of `needle serve`: query endpoints only, bounded input, and a 4xx with a message for bad input.
 
 Routes: ``POST /<name>/run`` (``{"query": ..., "top_k"?: ...}`` -> ``{"result": ...}``, as Hayhooks answers YAML
-pipelines), MCP (streamable HTTP) at ``/mcp`` with the same pipelines as tools (``needle.serve_mcp``), UltraRAG's
+pipelines), MCP (streamable HTTP) at ``/mcp`` with UltraRAG's tools and needle's (``needle.serve_mcp``), UltraRAG's
 ``POST /search`` (``needle.serve_ultrarag``), TEI's ``POST /rerank`` with ``--reranker`` (``needle.serve_rerank``),
 Hayhooks' ``GET /status`` and ``GET /status/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``.
 There is no deploy, undeploy, file, chat or drawing route, and no CORS header unless origins are given.
@@ -17,13 +17,14 @@ from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.responses import JSONResponse
 from hayhooks.server.logger import log
 from hayhooks.server.routers import status_router
+from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from components.checks import MAX_QUERY_CHARS
-from needle.serve_mcp import McpEndpoint
+from needle.serve_mcp import http_routes, with_mcp_lifespan
 from needle.serve_pipelines import SearchPlan, ServedPipelines, one_line
 from needle.serve_rerank import RerankService, rerank_route
 from needle.serve_run import INTERNAL_ERROR, SearchRequest, check_request_query, run_search
@@ -128,15 +129,18 @@ def create_search_app(
     allowed_hosts: list[str] | None = None,
     ultrarag: UltraRAGSearch | None = None,
     reranker: RerankService | None = None,
+    mcp: MCPServer | None = None,
 ) -> FastAPI:
-    """The app: status, one run route per pipeline, MCP at ``/mcp`` (every pipeline a tool), UltraRAG's
-    ``POST /search`` and TEI's ``POST /rerank`` when given, bounded bodies, and CORS only for the given origins.
+    """The app: status, one run route per pipeline, UltraRAG's ``POST /search``, MCP at ``/mcp`` and TEI's
+    ``POST /rerank`` when given, bounded bodies, and CORS only for the given origins.
 
     With ``allowed_hosts``, a request whose ``Host`` header names another host is refused with 400: a server on
     127.0.0.1 is then out of reach of a web page that points its own domain name at 127.0.0.1 (DNS rebinding).
     """
+    mcp_routes, mcp_sessions = http_routes(mcp, bool(allowed_hosts), cors_origins) if mcp else ([], None)
     app = FastAPI(
         title="needle search",
+        lifespan=with_mcp_lifespan(mcp_sessions) if mcp_sessions else None,
         description="Query-only search endpoints of one needle index.",
         exception_handlers={
             StarletteHTTPException: http_error,
@@ -154,7 +158,7 @@ def create_search_app(
     app.include_router(status_router)
     for name, plan in served.plans.items():
         run_route(app, name, served.registry.get(name), plan)
-    app.add_api_route("/mcp", McpEndpoint(served), methods=["POST"], include_in_schema=False)
+    app.router.routes.extend(mcp_routes)
     if ultrarag is not None:
         ultrarag_route(app, ultrarag)
     if reranker is not None:

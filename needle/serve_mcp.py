@@ -1,119 +1,97 @@
-"""MCP on `needle serve`: every served search pipeline is a tool, at ``POST /mcp`` on the same server.
+"""MCP on `needle serve` and `needle mcp`: the official SDK's server (``mcp.server.mcpserver.MCPServer``, the
+FastMCP of mcp 1.x, on which UltraRAG's retriever server is built) with the tools of ``needle.mcp_tools`` and
+``needle.mcp_web_tools``.
 
-MCP's streamable HTTP transport in its stateless, JSON-answer form (no session id, no server-sent events):
-each POST carries one JSON-RPC 2.0 message and gets one JSON answer, or 202 for a notification. Methods:
-``initialize``, ``ping``, ``tools/list`` and ``tools/call``. It is spoken here rather than through the mcp SDK
-because no release of that SDK installs beside zhipuai's pyjwt pin and pydantic >= 2.12 (see pyproject.toml);
-the tests drive it with the SDK's client where it is installed.
-
-Each tool takes ``{"query", "top_k"?}`` (the REST body, same checks) and answers ``{"documents": [{"id",
-"score", "content"}, ...]}`` best first (``needle search --json``'s shape) as structured content and as JSON
-text. Only the search tools are listed: no deploy, undeploy or status tool, the same query-only exposure as
-the REST routes. A refused query is a tool result with ``isError`` and the REST route's message; a server
-failure says only that the log has the details.
+``needle serve`` mounts its streamable HTTP transport at ``POST /mcp`` on the same app (stateless, JSON answers):
+query tools only. The SDK checks the protocol version header, JSON-RPC framing and, on a loopback bind, the
+``Host`` and ``Origin`` headers (DNS rebinding); on any bind an ``Origin`` other than this server's own loopback
+names or a ``--cors-origin`` is refused with 403 before the SDK sees the request. ``needle mcp`` runs the same
+server on stdio, as an MCP host launches a local server (``needle.mcp_stdio``).
 """
 
-import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from fastapi import HTTPException, Request
-from fastapi.responses import JSONResponse, Response
-from pydantic import ValidationError
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from needle.index_dir import as_hits
-from needle.serve_pipelines import ServedPipelines, one_line
-from needle.serve_run import SearchRequest, check_request_query, run_search, validation_message
+from needle.mcp_tools import IndexTools, add_needle_tools, add_search_tools
+from needle.mcp_web_tools import WebTools, add_web_tools
+from needle.serve_pipelines import ServedPipelines
 
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
-SERVER_INFO = {"name": "needle-search", "version": "1"}
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-
-
-class RpcError(Exception):
-    """A JSON-RPC error answer."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def search_tools(served: ServedPipelines) -> list[dict[str, Any]]:
-    """One tool per served pipeline, with the REST body's JSON schema as its input schema."""
-    schema = SearchRequest.model_json_schema()
-    about = "Search the index with its {} pipeline; best documents first."
-    return [{"name": name, "description": about.format(name), "inputSchema": schema} for name in served.plans]
+SERVER_NAME = "needle-retriever"
+INSTRUCTIONS = (
+    "Retrieval over one needle index: UltraRAG's retriever tools (retriever_search, retriever_batch_search, "
+    "bm25_search, web search where configured) answer passage texts; needle_<mode>_search tools answer ids, "
+    "scores and texts."
+)
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
-async def call_search_tool(served: ServedPipelines, name: str, arguments: Any) -> dict[str, Any]:
-    """Run one search tool as its REST route would: a tool result, ``isError`` with the route's message if refused."""
-    if name not in served.plans:
-        raise RpcError(INVALID_PARAMS, f"unknown tool {name!r}; the tools are {', '.join(served.plans)}")
-    try:
-        request = SearchRequest.model_validate(arguments)
-        check_request_query(request.query)
-        plan = served.plans[name]
-        result = await run_search(name, served.registry.get(name).pipeline, plan, request.query, request.top_k)
-    except ValidationError as error:
-        return tool_error(validation_message(error))
-    except HTTPException as error:
-        return tool_error(f"{error.status_code}: {error.detail}")
-    found = {"documents": as_hits(result[plan.answering]["documents"])}
-    return {"content": [{"type": "text", "text": json.dumps(found)}], "structuredContent": found, "isError": False}
+def mcp_server(index: IndexTools, web: WebTools | None, served: ServedPipelines | None = None) -> MCPServer:
+    """The MCP server with the seed's query tools over INDEX, the web tools when WEB is given, and needle's own
+    tools for each pipeline of SERVED (an index opened up front)."""
+    server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version="1", log_level="WARNING")
+    add_search_tools(server, index)
+    if web is not None:
+        add_web_tools(server, web)
+    if served is not None:
+        add_needle_tools(server, served)
+    return server
 
 
-def tool_error(message: str) -> dict[str, Any]:
-    """A tool result that reports a refusal to the model rather than failing the protocol."""
-    return {"content": [{"type": "text", "text": message}], "isError": True}
+def http_routes(server: MCPServer, loopback: bool, cors_origins: list[str]) -> tuple[list[Route], Any]:
+    """The ``/mcp`` route for the FastAPI app, and the lifespan that runs the SDK's session manager."""
+    allowed = [*LOOPBACK_ORIGINS, *cors_origins] if loopback else list(cors_origins)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=loopback, allowed_hosts=LOOPBACK_HOSTS, allowed_origins=allowed
+    )
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp", stateless_http=True, json_response=True, transport_security=security
+    )
+    routes = [
+        Route(route.path, OriginCheck(route.app, allowed), methods=route.methods)  # type: ignore[attr-defined]
+        for route in app.routes
+    ]
+    return routes, server.session_manager.run
 
 
-class McpEndpoint:
-    """The JSON-RPC dispatcher behind ``POST /mcp``."""
+def with_mcp_lifespan(
+    run_sessions: Callable[[], AbstractAsyncContextManager[Any]],
+) -> Callable[[Any], AbstractAsyncContextManager[None]]:
+    """A FastAPI lifespan that keeps the SDK's session manager running while the app serves."""
 
-    def __init__(self, served: ServedPipelines) -> None:
-        self.served = served
-        self.tools = search_tools(served)
+    @asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        async with run_sessions():
+            yield
 
-    async def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The result of one request, or an RpcError."""
-        if method == "initialize":
-            asked = params.get("protocolVersion")
-            version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
-            capabilities = {"tools": {"listChanged": False}}
-            return {"protocolVersion": version, "capabilities": capabilities, "serverInfo": SERVER_INFO}
-        if method == "ping":
-            return {}
-        if method == "tools/list":
-            return {"tools": self.tools}
-        if method == "tools/call":
-            name = params.get("name")
-            if not isinstance(name, str):
-                raise RpcError(INVALID_PARAMS, "tools/call needs params.name, a string")
-            return await call_search_tool(self.served, name, params.get("arguments") or {})
-        raise RpcError(METHOD_NOT_FOUND, f"method {method!r} is not served; methods: initialize, ping, tools/*")
-
-    async def __call__(self, request: Request) -> Response:
-        """One JSON-RPC message in, one answer out (202 with no body for a notification or a client's answer)."""
-        try:
-            message = json.loads(await request.body())
-        except (ValueError, RecursionError) as error:
-            return rpc_error(None, RpcError(PARSE_ERROR, f"the body is not JSON: {one_line(error)}"), 400)
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return rpc_error(None, RpcError(INVALID_REQUEST, "expected one JSON-RPC 2.0 message object"), 400)
-        if "method" not in message:
-            return Response(status_code=202)  # a response to a server request: this server sends none
-        request_id, method, params = message.get("id"), message["method"], message.get("params") or {}
-        if request_id is None:
-            return Response(status_code=202)  # notifications (initialized, cancelled) need no answer
-        try:
-            if not isinstance(method, str) or not isinstance(params, dict):
-                raise RpcError(INVALID_REQUEST, "method must be a string and params an object")
-            result = await self.answer(method, params)
-        except RpcError as error:
-            return rpc_error(request_id, error)
-        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
+    return lifespan
 
 
-def rpc_error(request_id: Any, error: RpcError, status: int = 200) -> JSONResponse:
-    """A JSON-RPC error object (HTTP 400 when the message itself could not be read)."""
-    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": error.code, "message": str(error)}}
-    return JSONResponse(body, status)
+class OriginCheck:
+    """403 for a request whose ``Origin`` header is not allowed (a web page of another site calling /mcp)."""
+
+    def __init__(self, app: ASGIApp, allowed: list[str]) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    def allows(self, origin: str) -> bool:
+        """Exact matches, and ``scheme://host:*`` patterns for any port."""
+        for pattern in self.allowed:
+            if origin == pattern or (pattern.endswith(":*") and origin.startswith(pattern[:-1])):
+                return True
+        return False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        origin = Headers(scope=scope).get("origin")
+        if origin is not None and not self.allows(origin):
+            await JSONResponse({"detail": f"Origin {origin!r} is not allowed"}, 403)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

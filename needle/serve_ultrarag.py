@@ -77,10 +77,11 @@ def collection_names(served: ServedPipelines) -> frozenset[str]:
     return frozenset(names)
 
 
-def deploy_ultrarag(served: ServedPipelines) -> UltraRAGSearch:
-    """Build, warm up and probe the best mode's batch pipeline (or reuse its served pipeline when it has none)."""
+def deploy_ultrarag(served: ServedPipelines, mode: str | None = None) -> UltraRAGSearch:
+    """Build, warm up and probe MODE's batch pipeline (default: the index's best mode), or reuse its served
+    pipeline when the mode has none."""
     manifest = served.manifest
-    mode = best_mode(manifest)
+    mode = mode or best_mode(manifest)
     name = f"{mode}_search"
     if mode not in BATCH_MODES[manifest.store]:
         single = served.registry.get(name).pipeline
