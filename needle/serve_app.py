@@ -2,8 +2,9 @@
 
 Routes: ``POST /<name>/run`` (``{"query": ..., "top_k"?: ...}`` -> ``{"result": ...}``, as Hayhooks answers YAML
 pipelines), MCP (streamable HTTP) at ``/mcp`` with UltraRAG's tools and needle's (``needle.serve_mcp``), UltraRAG's
-``POST /search`` (``needle.serve_ultrarag``), TEI's ``POST /rerank`` with ``--reranker`` (``needle.serve_rerank``),
-Hayhooks' ``GET /status`` and ``GET /status/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``.
+``POST /search`` (``needle.serve_ultrarag``), TEI's ``POST /rerank``, ``GET /info`` and ``GET /health`` with
+``--reranker`` (``needle.serve_rerank``), Hayhooks' ``GET /status`` and ``GET /status/{name}``, and FastAPI's
+``/openapi.json`` and ``/docs``.
 There is no deploy, undeploy, file, chat or drawing route, and no CORS header unless origins are given.
 """
 
