@@ -10,6 +10,7 @@
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
     needle tune DATASET_DIR [--split train] [--model M] [--index-dir DIR] [--json FILE]   (fit hybrid fusion)
     needle serve DIR [--host H] [--port P] [--reranker MODEL_DIR]   (POST /<mode>_search/run, /mcp, /search, /rerank)
+    needle mcp --config parameter.yaml   (UltraRAG's retriever MCP tools on stdio, index-building tools included)
 
 User errors (missing corpus, missing or broken index, wrong model, bad corpus line, a bad query or --top-k,
 an --out that is a file, read-only or someone else's directory, another `needle index` writing the same
@@ -41,6 +42,7 @@ CONFIG_HELP = "UltraRAG's retriever parameter.yaml (backend, backend_configs, in
 def cmd_index(args: argparse.Namespace) -> None:
     """Build (or rebuild) an index directory from a corpus JSONL."""
     from needle.dense_index_type import DenseIndexType
+    from needle.index_options import IndexOptions
     from needle.indexing import StoreChoice, build_index
 
     if args.config is not None:
@@ -63,6 +65,7 @@ def cmd_index(args: argparse.Namespace) -> None:
         multimodal=args.multimodal,
         chunk_size=args.chunk_size,
         index_type=DenseIndexType.from_flags(args.index_type, args.hnsw_m, args.ef_construction, args.ef_search),
+        options=IndexOptions(duplicate_ids=args.duplicate_ids),
     )
     took = time.perf_counter() - start
     where = ""
@@ -94,10 +97,12 @@ def cmd_search(args: argparse.Namespace) -> None:
 
     index_dir, top_k = args.index_dir, args.top_k or 5
     if args.config is not None:  # the file names the index; the first positional is a query
-        from needle.ultrarag_config import load_config
+        from needle.ultrarag_config import load_config, search_target
 
         config = load_config(Path(args.config))
-        args.queries, index_dir, top_k = [args.index_dir, *args.queries], config.index_dir, args.top_k or config.top_k
+        index_dir, file_mode = search_target(config)
+        args.queries, top_k = [args.index_dir, *args.queries], args.top_k or config.top_k
+        args.mode = args.mode or file_mode
     if not args.queries:
         raise NeedleError("the following arguments are required: QUERY")
     check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
@@ -165,6 +170,13 @@ def cmd_serve(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_mcp(args: argparse.Namespace) -> None:
+    """UltraRAG's retriever MCP server on stdio over the index a parameter file describes."""
+    from needle.mcp_stdio import run_stdio
+
+    run_stdio(Path(args.config))
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr (exit 2), like every other needle error."""
 
@@ -191,6 +203,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also build a BM25 index (with --store milvus: Milvus's BM25 function on the collection, so BM25 "
         "and hybrid search run inside Milvus)",
+    )
+    ix.add_argument(
+        "--duplicate-ids",
+        choices=["error", "position"],
+        default="error",
+        help="a repeated corpus id: error (default), or position (UltraRAG's rule: the repeat becomes ID#LINE and "
+        "meta.corpus_id keeps ID)",
     )
     ix.add_argument("--no-dense", action="store_true", help="BM25 only: skip embeddings and FAISS (FAISS store only)")
     ix.add_argument(
@@ -300,6 +319,12 @@ def parser() -> argparse.ArgumentParser:
         help="list the MCP tool retriever_deploy_search, which fetches a URL the caller names (default: off)",
     )
     sv.set_defaults(func=cmd_serve)
+
+    mc = sub.add_parser(
+        "mcp", help="UltraRAG's retriever MCP server on stdio (what an MCP host launches), index tools included"
+    )
+    mc.add_argument("--config", required=True, help=CONFIG_HELP)
+    mc.set_defaults(func=cmd_mcp)
     add_tune_parser(sub)
     return p
 

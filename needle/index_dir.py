@@ -8,8 +8,12 @@ Layout of one generation (see ``needle.index_generations`` for the directory aro
     DIR/gen-NNNNNN/bm25/                BM25 index (when built with --bm25; reads documents from dense/)
     DIR/gen-NNNNNN/milvus.db/           instead of dense/ and bm25/ with --store milvus: a Milvus Lite database
                                         (or, with --uri, a collection on a server: see ``needle.milvus_index``)
-    DIR/gen-NNNNNN/<mode>_search.yaml   the search pipelines, with paths relative to DIR: they load (and
-                                        Hayhooks serves them) with DIR as the working directory
+    DIR/gen-NNNNNN/<mode>_search.yaml   the search pipelines, with paths relative to DIR: they load with DIR as
+                                        the working directory
+    DIR/gen-NNNNNN/hayhooks/<mode>_search/pipeline_wrapper.py
+                                        one Hayhooks pipeline per search pipeline, serving its YAML file from any
+                                        working directory: `hayhooks run --pipelines-dir DIR/gen-NNNNNN/hayhooks`
+                                        (see ``needle.hayhooks_wrapper``)
 
 ``fill_search_pipeline`` gives the same pipelines with absolute paths for wherever DIR is now.
 """
@@ -33,6 +37,7 @@ from needle.backends import Recorded, set_document_embedder, set_query_embedder,
 from needle.dense_index_type import FLAT, DenseIndexType
 from needle.fusion import apply_fusion
 from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live
+from needle.index_options import DEFAULT_OPTIONS, IndexOptions, apply_store_settings, check_store_settings
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, run_chunked
 
 __all__ = ["DEFAULT_MODEL", "IndexManifest", "NeedleError", "as_hits", "fill_search_pipeline"]
@@ -87,6 +92,7 @@ class IndexManifest:
     embedder: dict[str, Any] | None = None  # the backend (needle.backends); None: sentence-transformers `model`
     dense_index: dict[str, Any] | None = None  # FAISS index type (needle.dense_index_type); None: flat
     corpus_sha256: str | None = None  # sha256 of the corpus file's bytes (file_sha256); None in older manifests
+    store_settings: dict[str, Any] | None = None  # the dense store's own settings (needle.index_options); None: none
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
 
@@ -98,6 +104,7 @@ class IndexManifest:
         unused |= {"embedder"} if self.embedder is None else set()
         unused |= {"dense_index"} if self.dense_index is None else set()
         unused |= {"corpus_sha256"} if self.corpus_sha256 is None else set()
+        unused |= {"store_settings"} if self.store_settings is None else set()
         return {k: v for k, v in asdict(self).items() if k not in unused}
 
     @classmethod
@@ -135,6 +142,9 @@ class IndexManifest:
             raise NeedleError(f"{where}: corpus_sha256 must be 64 lowercase hex digits, got {self.corpus_sha256!r}")
         if self.store not in STORES:
             raise NeedleError(f"{where}: store must be one of {', '.join(STORES)}, got {self.store!r}")
+        settings_problem = check_store_settings(self.store, self.store_settings)
+        if settings_problem is not None:
+            raise NeedleError(f"{where}: {settings_problem}")
         if self.store == "milvus":
             from needle.milvus_index import check_recorded
 
@@ -185,6 +195,7 @@ def build_dense(
     embedder: Recorded = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     index_type: DenseIndexType = FLAT,
+    options: IndexOptions = DEFAULT_OPTIONS,
 ) -> tuple[int, int]:
     """
     Run pipelines/dense_index.yaml into GENERATION, once per CHUNK_SIZE documents (``needle.index_streaming``),
@@ -192,6 +203,7 @@ def build_dense(
 
     ``embedder``: the backend as a manifest records it (``needle.backends``); None: sentence-transformers MODEL.
     ``index_type``: the FAISS index (flat or HNSW, ``needle.dense_index_type``).
+    ``options``: the reader's duplicate-id rule and the FAISS store's settings (``needle.index_options``).
 
     ``reuse`` is the previous generation's embedding file: linked in first, the embedder keeps it when its
     fingerprint matches this model and corpus, and refuses it otherwise (``--overwrite`` re-encodes).
@@ -202,6 +214,7 @@ def build_dense(
     pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
     set_index_type(data, "writer", index_type)
     pf.set_init_param(data, "writer.document_store.autosave", False)
+    options.apply(data, writes_dense=True)
     pipeline = pf.build(data)
     with embeddings_refused():
         written = run_chunked(pipeline, corpus, chunk_size, "Indexing (dense)")
@@ -230,14 +243,19 @@ def embeddings_refused() -> Iterator[None]:
 
 
 def build_bm25(
-    corpus: Path, generation: Path, lang: str, documents_from: Path | None, chunk_size: int = DEFAULT_CHUNK_SIZE
+    corpus: Path,
+    generation: Path,
+    lang: str,
+    documents_from: Path | None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    options: IndexOptions = DEFAULT_OPTIONS,
 ) -> int:
     """
     Run pipelines/bm25_index.yaml into GENERATION/bm25, once per CHUNK_SIZE documents, saving the BM25 store
     (one bm25s index over every chunk's term ids) once at the end; returns the number of documents written.
 
     ``documents_from``: the dense part of the same generation, where it will be once live; the BM25 part then
-    stores no documents of its own and reads them from there.
+    stores no documents of its own and reads them from there. ``options``: the reader's duplicate-id rule.
     """
     data = pf.load_template("bm25_index")
     pf.set_init_param(data, "writer.document_store.path", str(generation / "bm25"))
@@ -245,6 +263,7 @@ def build_bm25(
     if documents_from is not None:
         pf.set_init_param(data, "writer.document_store.document_store_path", str(documents_from))
     pf.set_init_param(data, "writer.document_store.autosave", False)
+    options.apply(data, writes_dense=False)
     pipeline = pf.build(data)
     written = run_chunked(pipeline, corpus, chunk_size, "Indexing (BM25)")
     pipeline.get_component("writer").document_store.save()  # type: ignore[attr-defined]
@@ -271,6 +290,7 @@ def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int =
             pf.set_init_param(data, f"{component}.document_store.path", str(root / sub))
             if sub == "dense":
                 set_index_type(data, component, DenseIndexType.from_recorded(manifest.dense_index))
+                apply_store_settings(data, component, manifest.store_settings)
             if sub == "bm25":
                 shared = str(root / "dense") if "dense" in manifest.modes else None
                 pf.set_init_param(data, f"{component}.document_store.document_store_path", shared)
@@ -289,6 +309,7 @@ def _set_milvus_store(data: dict[str, Any], component: str, manifest: IndexManif
     params = store_params(place.uri_under(root), place.collection, "bm25" in manifest.modes, manifest.bm25_lang)
     for key, value in params.items():
         pf.set_init_param(data, f"{component}.document_store.{key}", value)
+    apply_store_settings(data, component, manifest.store_settings)
 
 
 def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict[str, Any]:
@@ -298,10 +319,39 @@ def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, to
 
 
 def save_search_pipelines(generation: Path, manifest: IndexManifest, modes: list[str]) -> None:
-    """Write <mode>_search.yaml for each mode into GENERATION, with paths relative to the index directory."""
+    """Write <mode>_search.yaml for each mode into GENERATION, with paths relative to the index directory, and the
+    Hayhooks wrapper that serves it (``save_hayhooks_wrapper``)."""
     for mode in modes:
         data = apply_fusion(search_pipeline(Path("."), manifest, manifest.template(mode)), generation.parent)
         pf.dump(data, generation / f"{mode}_search.yaml")
+        save_hayhooks_wrapper(generation, f"{mode}_search")
+
+
+HAYHOOKS_DIR = "hayhooks"  # DIR/gen-NNNNNN/hayhooks: the --pipelines-dir of `hayhooks run`
+HAYHOOKS_WRAPPER = '''"""Hayhooks pipeline `{name}`: this index generation's {name}.yaml, as `needle index` wrote it.
+
+Serve every search pipeline of the generation with `hayhooks run --pipelines-dir DIR/gen-NNNNNN/hayhooks`
+(from any working directory, no other set-up); see needle/hayhooks_wrapper.py.
+"""
+
+from needle.hayhooks_wrapper import SearchPipelineWrapper
+
+
+class PipelineWrapper(SearchPipelineWrapper):
+    pipeline_file = "{name}.yaml"
+'''
+
+
+def save_hayhooks_wrapper(generation: Path, name: str) -> None:
+    """Write GENERATION/hayhooks/NAME/pipeline_wrapper.py: a Hayhooks pipeline that serves GENERATION/NAME.yaml.
+
+    A wrapper rather than the YAML file itself, which Hayhooks 2.1 serves only with an allowlist set by hand, with
+    its relative paths against the server's working directory, every declared input required (so no optional
+    ``top_k``) and every error a 500. The wrapper names no path: the index can still be moved.
+    """
+    folder = generation / HAYHOOKS_DIR / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pipeline_wrapper.py").write_text(HAYHOOKS_WRAPPER.format(name=name), encoding="utf-8")
 
 
 def as_hits(documents: list[Document]) -> list[Hit]:

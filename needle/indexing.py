@@ -33,6 +33,7 @@ from needle.index_dir import (
     save_search_pipelines,
 )
 from needle.index_generations import LAYOUT, check_target, previous_embeddings, remove_legacy, take_lock
+from needle.index_options import DEFAULT_OPTIONS, IndexOptions, check_store_settings
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, check_chunk_size
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ def build_index(
     multimodal: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     index_type: DenseIndexType = FLAT,
+    options: IndexOptions = DEFAULT_OPTIONS,
 ) -> IndexManifest:
     """
     Index CORPUS into a new generation of OUT: dense (FAISS or Milvus + embeddings.npy) and/or BM25, manifest,
@@ -78,6 +80,8 @@ def build_index(
     None: sentence-transformers MODEL.
     ``chunk_size``: documents read, embedded and written per pipeline run (``needle.index_streaming``).
     ``index_type``: the FAISS index of the dense part, flat or HNSW (``needle.dense_index_type``).
+    ``options``: the corpus reader's rule for repeated ids and the dense store's own settings, which the manifest
+    records for every search (``needle.index_options``).
 
     :raises NeedleError: missing corpus, nothing to build, or an OUT that is a file, read-only, or a stranger's
         non-empty directory (never written into); a Milvus option that does not fit (naming the flag).
@@ -91,6 +95,9 @@ def build_index(
     if not dense and not bm25:
         raise NeedleError("nothing to build: --no-dense needs --bm25")
     check_index_type_options(index_type, store=target.store, dense=dense, multimodal=multimodal)
+    problem = check_store_settings(target.store, options.recorded() if dense else None)
+    if problem is not None:
+        raise NeedleError(problem)
     if target.store == "milvus":
         from needle.milvus_index import check_milvus_options
 
@@ -107,7 +114,7 @@ def build_index(
         seeded = reuse is None and seed is not None
         build = Build(
             corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal,
-            chunk_size, index_type,
+            chunk_size, index_type, options,
         )  # fmt: skip
         before = server_collections(out, target)
         try:
@@ -146,6 +153,7 @@ class Build:
     multimodal: bool = False  # an image corpus (needle.multimodal_index)
     chunk_size: int = DEFAULT_CHUNK_SIZE  # documents per pipeline run (needle.index_streaming)
     index_type: DenseIndexType = FLAT  # the dense part's FAISS index (needle.dense_index_type)
+    options: IndexOptions = DEFAULT_OPTIONS  # reader's duplicate-id rule, dense store settings (needle.index_options)
     built: IndexManifest | None = None
 
     @property
@@ -180,13 +188,22 @@ class Build:
         if self.target.store == "milvus":
             return self.fill_milvus(partial, reuse)
         if self.multimodal:
-            from needle.multimodal_index import fill_image_generation
-
-            return fill_image_generation(partial, self.corpus, self.model, self.overwrite, reuse)
+            return self.fill_images(partial, reuse)
         return fill_generation(
             partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse,
-            self.embedder, self.chunk_size, self.index_type,
+            self.embedder, self.chunk_size, self.index_type, self.options,
         )  # fmt: skip
+
+    def fill_images(self, partial: Path, reuse: Path | None) -> IndexManifest:
+        """Build an image generation (``needle.multimodal_index``); the FAISS store settings apply to its searches
+        (its search pipelines are written again with them)."""
+        from needle.multimodal_index import fill_image_generation
+
+        manifest = fill_image_generation(partial, self.corpus, self.model, self.overwrite, reuse)
+        if self.options.recorded() is not None:
+            manifest.store_settings = self.options.recorded()
+            save_search_pipelines(partial, manifest, manifest.modes)
+        return manifest
 
     def fill_milvus(self, partial: Path, reuse: Path | None) -> IndexManifest:
         """Build the generation's Milvus collection and write its search pipelines; returns its manifest.
@@ -203,7 +220,7 @@ class Build:
         try:
             count, dim = build_milvus(
                 self.corpus, partial, place, model=self.model, overwrite=self.overwrite, bm25=self.bm25,
-                lang=self.lang, reuse=reuse, embedder=self.embedder, chunk_size=self.chunk_size,
+                lang=self.lang, reuse=reuse, embedder=self.embedder, chunk_size=self.chunk_size, options=self.options,
             )  # fmt: skip
             modes = ["dense", "bm25"] if self.bm25 else ["dense"]
             manifest = IndexManifest(
@@ -217,6 +234,7 @@ class Build:
                 uri=place.uri,
                 collection=place.collection,
                 embedder=self.embedder,
+                store_settings=self.options.recorded(),
                 generation=final,
             )
             save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if self.bm25 else []))
@@ -293,19 +311,20 @@ def fill_generation(
     embedder: Recorded = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     index_type: DenseIndexType = FLAT,
+    options: IndexOptions = DEFAULT_OPTIONS,
 ) -> IndexManifest:
     """Build every part of one generation into PARTIAL and write its search pipelines; returns its manifest."""
     final = partial.name.removesuffix(".partial")
     modes: list[str] = []
     dim = None
     if dense:
-        count, dim = build_dense(corpus, partial, model, overwrite, reuse, embedder, chunk_size, index_type)
+        count, dim = build_dense(corpus, partial, model, overwrite, reuse, embedder, chunk_size, index_type, options)
         modes.append("dense")
     if bm25:
         # BM25 reads its documents from the dense part, named by the path it will have once live; the BM25
         # store records that path relative to its own directory, so the generation stays relocatable.
         documents_from = out.resolve() / final / "dense" if dense else None
-        count = build_bm25(corpus, partial, lang, documents_from, chunk_size)
+        count = build_bm25(corpus, partial, lang, documents_from, chunk_size, options)
         modes.append("bm25")
     manifest = IndexManifest(
         corpus=corpus.name,
@@ -316,6 +335,7 @@ def fill_generation(
         bm25_lang=lang if bm25 else None,
         embedder=embedder if dense else None,
         dense_index=index_type.recorded() if dense else None,
+        store_settings=options.recorded() if dense else None,
         generation=final,
     )
     save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if len(modes) == 2 else []))

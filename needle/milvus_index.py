@@ -30,6 +30,7 @@ from needle import pipeline_files as pf
 from needle.backends import Recorded, set_document_embedder
 from needle.index_dir import carry_embeddings, embeddings_refused
 from needle.index_generations import NeedleError
+from needle.index_options import DEFAULT_OPTIONS, IndexOptions
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, run_chunked
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ def build_milvus(
     reuse: Path | None,
     embedder: Recorded = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    options: IndexOptions = DEFAULT_OPTIONS,
 ) -> tuple[int, int]:
     """
     Run pipelines/milvus_index.yaml into GENERATION's collection, once per CHUNK_SIZE documents
@@ -137,6 +139,7 @@ def build_milvus(
 
     The embeddings go to GENERATION/embeddings.npy and are carried over from ``reuse`` as for FAISS. The store is
     flushed after the bulk load, then closed (and a Lite database released, so the generation can be renamed).
+    ``options``: the reader's duplicate-id rule and the collection's own settings (``needle.index_options``).
     """
     npy = carry_embeddings(generation, reuse, overwrite)
     data = pf.load_template("milvus_index")
@@ -144,6 +147,7 @@ def build_milvus(
     uri = place.uri_under(generation.resolve())
     for key, value in store_params(uri, place.collection, bm25, lang).items():
         pf.set_init_param(data, f"writer.document_store.{key}", value)
+    options.apply(data, writes_dense=True)
     pipeline = pf.build(data)
     store = cast("MilvusDocumentStore", pipeline.get_component("writer").document_store)  # type: ignore[attr-defined]
     try:
@@ -231,11 +235,20 @@ def point_alias(uri: str, alias: str, collection: str) -> None:
 
 
 def _alias_exists(client: Any, alias: str) -> bool:
-    """Whether ``alias`` is an alias on the server (describe_alias raises when it is not)."""
+    """Whether ``alias`` is an alias on the server (describe_alias raises when it is not).
+
+    pymilvus logs every failed call with its traceback; "no such alias" is an answer here, not an error, so its
+    logger is held above ERROR for this one call (the first build on a server would print a traceback otherwise).
+    """
     from pymilvus.exceptions import MilvusException
 
+    rpc_logger = logging.getLogger("pymilvus.decorators")
+    level = rpc_logger.level
+    rpc_logger.setLevel(logging.CRITICAL)
     try:
         client.describe_alias(alias)
     except MilvusException:
         return False
+    finally:
+        rpc_logger.setLevel(level)
     return True

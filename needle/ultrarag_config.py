@@ -1,46 +1,78 @@
 """UltraRAG's retriever `parameter.yaml` driving `needle index --config` and `needle search --config`.
 
-The file is data: it is parsed with `yaml.safe_load`, every key is checked against the seed's key list, and a key
-or value needle cannot honour is an error naming the file, the key and what is allowed, never silently dropped.
-Paths in it (`corpus_path`, `embedding_path`, `index_path`, `save_path`, a Milvus Lite `uri`) are relative to
-the file's own directory.
+The file is data: it is parsed with `yaml.safe_load`, every key is checked against UltraRAG HEAD's key list, and
+each key is honoured or mapped to its meaning here; a key or value needle cannot honour is an error naming the
+file, the key and what is allowed, never silently dropped. Paths in it (`corpus_path`, `embedding_path`,
+`index_path`, `save_path`, a Milvus Lite `uri`) are relative to the file's own directory.
 
-Where things go: the index directory (what `needle search DIR` takes) is the directory that holds the chosen
-backend's index path -- faiss `index_path`, milvus Lite `uri`, bm25 `save_path`; for a Milvus server the one
-holding `embedding_path` -- so the seed's example builds `index/` beside the file. Inside it needle keeps its
-generations (FAISS store, Lite database, BM25 files) so rebuilds stay atomic; a warning says so. The corpus
-vectors also go to `embedding_path` and are reused from there while model and corpus are unchanged.
+Where things go: the chosen backend's path *is* the index directory (what `needle search DIR` takes) -- bm25
+`save_path`, faiss `index_path`, a Milvus Lite `uri`; for a Milvus server, `milvus_<collection_name>` beside
+`embedding_path`. So the BM25, FAISS and Milvus indexes of one file never share a directory, and
+`needle search --config` searches the one its `backend` and `index_backend` name. Inside it needle keeps its
+generations (FAISS store, Lite database, BM25 files) so rebuilds stay atomic. The corpus vectors also go to
+`embedding_path` and are reused from there while model and corpus are unchanged.
 
-A literal `backend_configs.openai.api_key` is taken with a warning: it reaches the embedders through this
-process's `RETRIEVER_API_KEY` (the seed's own fallback variable; one already set wins) and is never written
-into the index; later searches need that variable set.
+The corpus is read as UltraRAG reads it, by position: a repeated id (UltraRAG's own example corpus has them)
+becomes `<id>#<line>`, with `meta["corpus_id"]` keeping the id the file gives
+(``JSONLCorpusReader(duplicate_ids="position")``). `gpu_ids` naming a GPU this machine lacks gives one warning and
+the embedders run without it (on the CPU where there is no GPU), as UltraRAG's retriever does.
+
+Literal secrets -- `backend_configs.openai.api_key`, `index_backend_configs.milvus.token`, the web search
+`api_key`s -- are taken with a warning: each reaches its component through this process's environment variable
+(RETRIEVER_API_KEY, MILVUS_TOKEN, EXA_API_KEY / TAVILY_API_KEY / ZHIPUAI_API_KEY; one already set wins) and is
+never written into the index; later processes need that variable set (``needle.ultrarag_keys``).
+
+Web search, for the tools built on this module (`retriever_websearch`, `retriever_batch_websearch`):
+
+- ``UltraRAGConfig.websearch``: a ``WebSearchChoice`` -- ``backend`` (`websearch_backend`: "tavily" | "exa" |
+  "zhipuai") and ``options``: for each of the three providers, the init parameters of its component in
+  ``components.websearch`` (``api_key`` as a ``Secret``, ``retries``, ``base_delay``, ``search_kwargs``; zhipuai
+  also ``base_url``, ``search_engine``, ``search_intent``, ``search_recency_filter``, ``content_size``), mapped as
+  ``needle.ultrarag_websearch`` describes (UltraRAG's `retries` counts tries, ours retries after the first).
+- ``UltraRAGConfig.retrieve_thread_num`` (queries in flight at once) and ``UltraRAGConfig.retriever_url`` (the
+  deploy server, http:// added when missing).
+- ``web_search_component(config, backend=None, batch=False)``: a ready ``WebSearch`` (``WebBatchSearch`` with
+  ``batch``) for BACKEND (default: the file's `websearch_backend`), with that provider's options, `top_k` and
+  `retrieve_thread_num` from the file. Nothing is sent until it runs.
 """
 
 import logging
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from haystack.utils import Secret
 
 from components.embedders.embedder_factory import OPTIONS, EmbedderSpec, check_options, embedder_spec
+from needle.backends import backend_name
 from needle.index_dir import DEFAULT_MODEL, IndexManifest
 from needle.index_generations import EMBEDDINGS, NeedleError
+from needle.index_options import IndexOptions
 from needle.indexing import StoreChoice, build_index
-from needle.ultrarag_stores import check_index_backend
+from needle.ultrarag_keys import take_literal
+from needle.ultrarag_stores import IndexBackend, check_index_backend
+from needle.ultrarag_websearch import WebSearchChoice, build_web_search, retriever_url, web_search_choice
+
+if TYPE_CHECKING:
+    from components.websearch.web_batch_search import WebBatchSearch
+    from components.websearch.web_search import WebSearch
+
+__all__ = ["UltraRAGConfig", "WebSearchChoice", "index_with_config", "load_config", "web_search_component"]
 
 logger = logging.getLogger(__name__)
 TOP_LEVEL = (
     "model_name_or_path", "corpus_path", "embedding_path", "collection_name", "backend", "backend_configs",
-    "index_backend", "index_backend_configs", "batch_size", "top_k", "gpu_ids", "query_instruction",
-    "is_multimodal", "overwrite", "is_demo",
-    "retrieve_thread_num", "retriever_url",  # the seed's web search and deploy tools: no part of index or search
+    "index_backend", "index_backend_configs", "websearch_backend", "websearch_backend_configs", "batch_size",
+    "top_k", "gpu_ids", "query_instruction", "is_multimodal", "overwrite", "retrieve_thread_num", "retriever_url",
+    "is_demo",
 )  # fmt: skip
 BLOCK_EXTRA = {"openai": ("api_key",), "bm25": ("save_path",)}  # read here, not by the factory
 KEY_VARIABLES = ["RETRIEVER_API_KEY", "OPENAI_API_KEY"]
+MAX_THREADS = 64  # the web search components' limit of retrieve_thread_num
 
 
 @dataclass(frozen=True)
@@ -56,6 +88,10 @@ class UltraRAGConfig:
     top_k: int
     overwrite: bool
     multimodal: bool  # is_multimodal: an image corpus (needle.multimodal_index embeds it with its CLIP model)
+    options: IndexOptions  # repeated ids by position; the dense store's settings (needle.index_options)
+    websearch: WebSearchChoice  # websearch_backend and websearch_backend_configs (needle.ultrarag_websearch)
+    retrieve_thread_num: int  # web search: queries in flight at once
+    retriever_url: str  # the deploy server of retriever_deploy_search
 
     @property
     def model(self) -> str | None:
@@ -75,6 +111,7 @@ FILE_FLAGS = {
     "uri": (None, "index_backend_configs.milvus.uri"),
     "collection": (None, "collection_name"),
     "multimodal": (False, "is_multimodal"),
+    "duplicate_ids": ("error", "corpus_path, read by UltraRAG's rule (repeated ids keyed by position),"),
 }
 
 
@@ -86,14 +123,16 @@ def check_no_flags(given: dict[str, Any]) -> None:
             raise NeedleError(f"{shown} cannot be combined with --config: the file's {key} sets it")
 
 
-def index_with_config(path: Path, out: Path | None = None) -> tuple[IndexManifest, Path]:
-    """`needle index --config PATH [--out DIR]`: build the index the file describes; returns its manifest and
-    directory (DIR if given, else the directory of the file's index path).
+def index_with_config(
+    path: Path, out: Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> tuple[IndexManifest, Path]:
+    """`needle index --config PATH [--out DIR]`: build the index the file describes (with OVERRIDES, as for
+    `load_config`); returns its manifest and directory (DIR if given, else the backend's own index directory).
 
     The corpus vectors are reused from `embedding_path` when it holds this model's vectors of this corpus, and
     written there after the build.
     """
-    config = load_config(path)
+    config = load_config(path, overrides)
     dense, npy, out = config.spec.dense, config.embedding_path, out or config.index_dir
     manifest = build_index(
         config.corpus,
@@ -107,10 +146,44 @@ def index_with_config(path: Path, out: Path | None = None) -> tuple[IndexManifes
         seed=npy if npy is not None and npy.is_file() else None,
         embedder=config.spec.recorded() if dense and not config.multimodal else None,
         multimodal=config.multimodal,
+        options=config.options,
     )
     if npy is not None:
         export_embeddings(out, manifest, npy)
     return manifest, out
+
+
+def search_target(config: UltraRAGConfig) -> tuple[Path, str]:
+    """(index directory, search mode) of `needle search --config`: the index of the file's backend, in its mode.
+
+    :raises NeedleError: The index there was built for another backend than the file names (naming both), or
+        there is no index yet.
+    """
+    manifest = IndexManifest.load(config.index_dir)
+    wanted = config.spec.backend if config.spec.dense else "bm25"
+    built = backend_name(manifest.embedder) if "dense" in manifest.modes else "bm25"
+    if built != wanted:
+        raise NeedleError(
+            f"{config.path}: backend {wanted} names the index {config.index_dir}, but it was built with backend "
+            f"{built}: run `needle index --config {config.path}` first"
+        )
+    return config.index_dir, "dense" if config.spec.dense else "bm25"
+
+
+def web_search_component(
+    config: UltraRAGConfig, backend: str | None = None, batch: bool = False
+) -> "WebSearch | WebBatchSearch":
+    """A ready ``WebSearch`` (``WebBatchSearch`` with BATCH) for BACKEND (None: the file's `websearch_backend`),
+    with that provider's options from `websearch_backend_configs`, and the file's `top_k` and
+    `retrieve_thread_num`; not warmed up, nothing sent.
+
+    :raises NeedleError: An unknown backend, or a value the provider's component refuses (naming the file).
+    """
+    try:
+        return build_web_search(config.websearch, backend, batch, config.top_k, config.retrieve_thread_num)
+    except ValueError as error:
+        name = backend or config.websearch.backend
+        raise NeedleError(f"{config.path}: websearch_backend_configs.{name}: {error}") from None
 
 
 def export_embeddings(index_dir: Path, manifest: IndexManifest, npy: Path) -> None:
@@ -124,8 +197,12 @@ def export_embeddings(index_dir: Path, manifest: IndexManifest, npy: Path) -> No
             os.replace(partial, dst)
 
 
-def load_config(path: Path) -> UltraRAGConfig:
-    """Read and check PATH; every problem is a NeedleError naming the file and key."""
+def load_config(path: Path, overrides: Mapping[str, Any] | None = None) -> UltraRAGConfig:
+    """Read and check PATH; every problem is a NeedleError naming the file and key.
+
+    OVERRIDES: top-level keys replacing the file's values (as UltraRAG's tools take them as parameters), checked
+    and resolved exactly as the file's own (paths relative to the file).
+    """
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -133,6 +210,7 @@ def load_config(path: Path) -> UltraRAGConfig:
         raise NeedleError(f"cannot read the parameter file {path}: {' '.join(str(error).split())}") from None
     if not isinstance(data, dict):
         raise NeedleError(f"{path}: a parameter file holds a mapping of UltraRAG's keys, got {type(data).__name__}")
+    data.update(overrides or {})
     try:
         return _checked(path, data)
     except ValueError as error:
@@ -150,25 +228,10 @@ def _checked(path: Path, data: dict[str, Any]) -> UltraRAGConfig:
         raise ValueError(
             "is_multimodal: true needs backend sentence_transformers (a CLIP model) and index_backend faiss"
         )
-    block = _backend_block(data, backend)
-    spec = embedder_spec(
-        backend,
-        _string(data, "model_name_or_path", ""),
-        block,
-        query_instruction=_string(data, "query_instruction", ""),
-        batch_size=_int(data, "batch_size", 32),
-        gpu_ids=_gpu_ids(data.get("gpu_ids"), backend),
-        api_key=_api_key(data, backend),
-    )
-    if spec.dense and not _string(data, "model_name_or_path", "") and backend != "openai":
-        raise ValueError("model_name_or_path: the model is required for a dense backend")
-    save_path = (data["backend_configs"].get("bm25") or {}).get("save_path") if backend == "bm25" else None
+    spec = _spec(data, backend)
     stores = data.get("index_backend_configs") or {}
-    target, index_path = check_index_backend(index_backend, stores, data.get("collection_name"), spec.dense)
+    chosen = check_index_backend(index_backend, stores, data.get("collection_name"), spec.dense)
     embedding = _path(base, data.get("embedding_path"))
-    where = _path(base, save_path) if backend == "bm25" else _path(base, index_path) or embedding
-    if where is None:
-        raise ValueError(f"{_location_key(backend, index_backend)}: needed to place the index (its directory)")
     if embedding is not None and embedding.suffix != ".npy":
         raise ValueError(f"embedding_path must end with .npy, got {data.get('embedding_path')!r}")
     return UltraRAGConfig(
@@ -176,12 +239,62 @@ def _checked(path: Path, data: dict[str, Any]) -> UltraRAGConfig:
         corpus=_path(base, data.get("corpus_path")) or base / "corpus.jsonl",
         embedding_path=embedding if spec.dense else None,
         spec=spec,
-        index_dir=where.parent,
-        target=target,
+        index_dir=_index_dir(base, data, backend, index_backend, chosen, embedding),
+        target=chosen.target,
         top_k=_int(data, "top_k", 5),
         overwrite=_bool(data, "overwrite"),
         multimodal=multimodal,
+        options=IndexOptions(duplicate_ids="position", store_settings=chosen.settings),
+        websearch=web_search_choice(data.get("websearch_backend"), data.get("websearch_backend_configs")),
+        retrieve_thread_num=_int(data, "retrieve_thread_num", 1, MAX_THREADS),
+        retriever_url=retriever_url(data.get("retriever_url")),
     )
+
+
+def _spec(data: dict[str, Any], backend: str) -> EmbedderSpec:
+    """The embedding backend's checked spec (BM25's too: it holds the tokenizer settings)."""
+    spec = embedder_spec(
+        backend,
+        _string(data, "model_name_or_path", ""),
+        _backend_block(data, backend),
+        query_instruction=_string(data, "query_instruction", ""),
+        batch_size=_int(data, "batch_size", 32),
+        gpu_ids=_gpu_ids(data.get("gpu_ids"), backend),
+        api_key=_api_key(data, backend),
+    )
+    if spec.dense and not _string(data, "model_name_or_path", "") and backend != "openai":
+        raise ValueError("model_name_or_path: the model is required for a dense backend")
+    return spec
+
+
+def _index_dir(
+    base: Path, data: dict[str, Any], backend: str, index_backend: str, chosen: IndexBackend, embedding: Path | None
+) -> Path:
+    """The index directory: the chosen backend's own path (see the module docstring)."""
+    if backend == "bm25":
+        where = _bm25_dir(base, data)
+    elif chosen.location is not None:
+        where = _path(base, chosen.location)
+    elif index_backend == "milvus" and chosen.target.uri is not None and embedding is not None:
+        where = embedding.parent / f"milvus_{chosen.target.collection or 'needle'}"
+    else:
+        where = None
+    if where is None:
+        raise ValueError(f"{_location_key(backend, index_backend, chosen)}: needed to place the index (its directory)")
+    return where
+
+
+def _bm25_dir(base: Path, data: dict[str, Any]) -> Path | None:
+    """The BM25 index directory, `save_path`; refused when it is a dense index's path of the same file."""
+    where = _path(base, (data["backend_configs"].get("bm25") or {}).get("save_path"))
+    stores = data.get("index_backend_configs") or {}
+    dense = [(stores.get("faiss") or {}).get("index_path"), (stores.get("milvus") or {}).get("uri")]
+    if where is not None and any(isinstance(p, str) and _path(base, p) == where for p in dense):
+        raise ValueError(
+            "backend_configs.bm25.save_path names a dense index's path too (faiss index_path or milvus uri): "
+            "the BM25 index needs a directory of its own"
+        )
+    return where
 
 
 def _backend_block(data: dict[str, Any], backend: str) -> dict[str, Any]:
@@ -202,23 +315,14 @@ def _api_key(data: dict[str, Any], backend: str) -> Secret | None:
     if backend != "openai":
         return None
     key = (data["backend_configs"].get("openai") or {}).get("api_key")
-    if key in (None, ""):
+    if not take_literal("backend_configs.openai.api_key", key, "RETRIEVER_API_KEY"):
         return None
-    if not isinstance(key, str):
-        raise ValueError(f"backend_configs.openai.api_key must be a string or null, got {type(key).__name__}")
-    if os.environ.get("RETRIEVER_API_KEY", key) != key:
-        logger.warning("backend_configs.openai.api_key: RETRIEVER_API_KEY is set and wins")
-    else:
-        logger.warning(
-            "backend_configs.openai.api_key is a literal key: it is used through RETRIEVER_API_KEY for this run "
-            "and never written into the index; set RETRIEVER_API_KEY and api_key: null instead"
-        )
-        os.environ["RETRIEVER_API_KEY"] = key
     return Secret.from_env_var(KEY_VARIABLES, strict=False)
 
 
 def _gpu_ids(value: Any, backend: str) -> list[int] | None:
-    """The seed's `gpu_ids` ("0,1", 1, [0, 1], "" or null) as a list; sentence_transformers only uses it."""
+    """The seed's `gpu_ids` ("0,1", 1, [0, 1], "" or null) as a list of the GPUs this machine has; only
+    sentence_transformers takes it."""
     if value in (None, ""):
         return None
     parts = value if isinstance(value, list) else str(value).split(",")
@@ -226,17 +330,36 @@ def _gpu_ids(value: Any, backend: str) -> list[int] | None:
         ids = [int(str(part).strip()) for part in parts]
     except ValueError:
         raise ValueError(f'gpu_ids must list GPU numbers such as "0,1", got {value!r}') from None
-    if backend != "sentence_transformers":
-        logger.warning(f"gpu_ids is not used by backend {backend} (infinity: backend_configs.infinity.device)")
+    if backend == "infinity":
+        logger.warning("gpu_ids: the infinity backend chooses its device by backend_configs.infinity.device")
         return None
-    return ids
+    if backend != "sentence_transformers":  # bm25 and a remote (openai) backend run no model here: no device
+        return None
+    return _available_gpus(ids)
 
 
-def _location_key(backend: str, index_backend: str) -> str:
+def _available_gpus(ids: list[int]) -> list[int] | None:
+    """The GPUs of IDS that torch sees; one warning when some are missing, and None (no GPU named: the CPU when
+    there is none) when all are, as UltraRAG's retriever falls back to the CPU."""
+    import torch
+
+    count = torch.cuda.device_count()
+    present = [i for i in ids if 0 <= i < count]
+    if len(present) == len(ids):
+        return ids
+    missing = ", ".join(str(i) for i in ids if i not in present)
+    instead = f"GPU {', '.join(map(str, present))}" if present else "the CPU" if count == 0 else "the default device"
+    logger.warning(f"gpu_ids: GPU {missing} is not available on this machine ({count} CUDA devices); using {instead}")
+    return present or None
+
+
+def _location_key(backend: str, index_backend: str, chosen: IndexBackend) -> str:
     """The key that places the index of this backend."""
     if backend == "bm25":
         return "backend_configs.bm25.save_path"
-    return "index_backend_configs.faiss.index_path" if index_backend == "faiss" else "embedding_path"
+    if index_backend == "faiss":
+        return "index_backend_configs.faiss.index_path"
+    return "embedding_path" if chosen.target.uri is not None else "index_backend_configs.milvus.uri"
 
 
 def _path(base: Path, value: Any) -> Path | None:
@@ -257,10 +380,11 @@ def _string(data: dict[str, Any], key: str, default: str) -> str:
     return value
 
 
-def _int(data: dict[str, Any], key: str, default: int) -> int:
+def _int(data: dict[str, Any], key: str, default: int, high: int | None = None) -> int:
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (high is not None and value > high):
+        bound = f"an integer in [1, {high}]" if high is not None else "an integer >= 1"
+        raise ValueError(f"{key} must be {bound}, got {value!r}")
     return value
 
 

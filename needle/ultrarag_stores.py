@@ -1,39 +1,53 @@
 """UltraRAG's `index_backend` (faiss | milvus) and `index_backend_configs`, mapped onto `needle index` stores.
 
-faiss: `index_path` places the index directory; `index_use_gpu` and `index_chunk_size` are accepted with a
-warning (needle's FAISS store is faiss-cpu and adds vectors as the writer hands them over).
-milvus: `uri` is a Milvus Lite path (it places the index directory; the database itself lives in each generation)
-or a server URL (`http://host:port`, each build its own collection behind the alias `collection_name`); the token
-comes from MILVUS_TOKEN only. The other keys map onto the MilvusDocumentStore settings of a needle index, which
-are fixed (id / vector / contents fields, IP, AUTOINDEX): a value other than those is an error naming it.
+Every key of both blocks means what it means in UltraRAG (only the chosen backend's block is used, as there):
+
+- faiss: `index_path` is the index directory itself (UltraRAG's FAISS file becomes needle's directory of
+  generations there, so the faiss, Milvus and BM25 indexes of one file never share a directory);
+  `index_chunk_size` is the number of vectors added to FAISS per call; `index_use_gpu: true` searches on the GPUs
+  when faiss sees any, else the CPU after one warning (as UltraRAG falls back to the CPU).
+- milvus: `uri` is a Milvus Lite path, which is the index directory itself (each generation keeps its own
+  database inside it), or a server URL (`http://host:port`; each build its own collection behind the alias
+  `collection_name`). A literal `token` is used through MILVUS_TOKEN for this run, never written anywhere.
+  `id_field_name`, `vector_field_name`, `text_field_name`, `id_max_length`, `text_max_length`, `index_params`,
+  `search_params` and `index_chunk_size` (rows per insert) are the collection's settings. `metric_type` (here
+  and inside `index_params` / `search_params`) must be IP: needle's searches and fusion read inner products.
+
+The store settings are recorded in the index (``needle.index_options``), so every later search uses them.
 """
 
-import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from components.embedders.embedder_factory import check_options
 from components.stores.milvus.settings import MilvusSettings
+from needle.index_options import FAISS_SETTINGS, MILVUS_SETTINGS
 from needle.indexing import StoreChoice
-from needle.milvus_index import is_server
+from needle.milvus_index import DEFAULT_COLLECTION, is_server
+from needle.ultrarag_keys import take_literal
 
-logger = logging.getLogger(__name__)
 INDEX_BACKENDS = ("faiss", "milvus")
-FAISS_KEYS = ("index_use_gpu", "index_chunk_size", "index_path")
-MILVUS_KEYS = (
-    "uri", "token", "collection_name", "id_field_name", "vector_field_name", "text_field_name", "id_max_length",
-    "text_max_length", "metric_type", "index_params", "search_params", "index_chunk_size",
-)  # fmt: skip
-# The store settings a needle Milvus index uses: the only values the file may give them.
-FIXED = {
-    name: getattr(MilvusSettings(), name)
-    for name in ("id_field_name", "vector_field_name", "text_field_name", "id_max_length", "text_max_length")
-} | {"metric_type": "IP", "index_chunk_size": MilvusSettings().index_chunk_size}
+FAISS_KEYS = (*FAISS_SETTINGS, "index_path")
+MILVUS_KEYS = ("uri", "token", "collection_name", "metric_type", *MILVUS_SETTINGS)
+METRIC = "IP"  # the metric of every needle Milvus collection (needle.milvus_index.store_params)
+SEARCH_PARAM_KEYS = ("metric_type", "params")
 
 
-def check_index_backend(
-    index_backend: str, stores: Any, collection_name: Any, dense: bool
-) -> tuple[StoreChoice, str | None]:
-    """(store choice, the path or URI that places the index) for INDEX_BACKEND and its block of STORES.
+@dataclass(frozen=True)
+class IndexBackend:
+    """Where the dense part goes and with which store settings.
+
+    ``location``: the path (relative to the file) that is the index directory -- faiss `index_path` or a Milvus
+    Lite `uri`; None for BM25 (its `save_path` places it) and for a Milvus server (nothing local names it).
+    """
+
+    target: StoreChoice = field(default_factory=StoreChoice)
+    settings: dict[str, Any] = field(default_factory=dict)
+    location: str | None = None
+
+
+def check_index_backend(index_backend: str, stores: Any, collection_name: Any, dense: bool) -> IndexBackend:
+    """The store, its settings and the path that places the index, for INDEX_BACKEND and its block of STORES.
 
     :raises ValueError: An unknown index backend, key, or a value needle's index cannot honour (naming it).
     """
@@ -43,55 +57,68 @@ def check_index_backend(
     check_options("index_backend_configs.faiss", stores.get("faiss") or {}, FAISS_KEYS)
     check_options("index_backend_configs.milvus", stores.get("milvus") or {}, MILVUS_KEYS)
     if not dense:
-        return StoreChoice(), None  # bm25: no vector store; save_path places the index
+        return IndexBackend()  # bm25: no vector store; save_path places the index
     block = dict(stores.get(index_backend) or {})
     if index_backend == "faiss":
-        return StoreChoice(), _faiss(block)
+        return _faiss(block)
     return _milvus(block, collection_name)
 
 
-def _faiss(block: dict[str, Any]) -> str | None:
-    """The FAISS block's `index_path`, after warning about the options needle's FAISS store does not use."""
-    if block.get("index_use_gpu"):
-        logger.warning("index_backend_configs.faiss.index_use_gpu: needle's FAISS store runs on CPU")
-    if "index_chunk_size" in block:
-        logger.warning(
-            "index_backend_configs.faiss.index_chunk_size: not used (needle's FAISS store adds vectors as the "
-            "writer hands them over)"
-        )
-    path = block.get("index_path")
-    if path is not None:
-        logger.warning(
-            f"index_backend_configs.faiss.index_path: the index directory is the one holding {path}; needle keeps "
-            "its FAISS store inside it (DIR/gen-NNNNNN/dense)"
-        )
-    return None if path is None else str(path)
+def _faiss(block: dict[str, Any]) -> IndexBackend:
+    """The FAISS block: `index_path` places the index, the other keys are the FAISS store's settings."""
+    settings: dict[str, Any] = {}
+    chunk = block.get("index_chunk_size")
+    if chunk is not None:
+        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+            raise ValueError(f"index_backend_configs.faiss.index_chunk_size must be an integer >= 1, got {chunk!r}")
+        settings["index_chunk_size"] = chunk
+    use_gpu = block.get("index_use_gpu")
+    if use_gpu is not None:
+        if not isinstance(use_gpu, bool):
+            raise ValueError(f"index_backend_configs.faiss.index_use_gpu must be true or false, got {use_gpu!r}")
+        settings["index_use_gpu"] = use_gpu
+    return IndexBackend(StoreChoice(), settings, _location("index_backend_configs.faiss.index_path", block))
 
 
-def _milvus(block: dict[str, Any], collection_name: Any) -> tuple[StoreChoice, str | None]:
-    """The store choice of the Milvus block, and the Lite path that places the index (None for a server)."""
-    if block.get("token") not in (None, ""):
-        raise ValueError("index_backend_configs.milvus.token: put the token in MILVUS_TOKEN, not in the file")
-    for key, fixed in FIXED.items():
-        if key in block and block[key] != fixed:
-            raise ValueError(f"index_backend_configs.milvus.{key}: a needle index uses {fixed!r}, got {block[key]!r}")
-    index_params = block.get("index_params") or {}
-    used = {"index_type": "AUTOINDEX", "metric_type": "IP"}
-    if not isinstance(index_params, dict) or {**used, **index_params} != used:
-        raise ValueError(
-            f"index_backend_configs.milvus.index_params: a needle index uses AUTOINDEX with IP, got {index_params!r}"
-        )
-    if block.get("search_params"):
-        raise ValueError("index_backend_configs.milvus.search_params: not supported through --config yet")
-    collection = block.get("collection_name", collection_name) or None
-    if collection is not None:
-        MilvusSettings(collection_name=collection)  # ValueError naming it when Milvus cannot take the name
+def _milvus(block: dict[str, Any], collection_name: Any) -> IndexBackend:
+    """The Milvus block: its place (Lite path or server), token, collection and the collection's settings."""
     uri = block.get("uri")
+    take_literal("index_backend_configs.milvus.token", block.get("token"), "MILVUS_TOKEN", "token")
+    metric = block.get("metric_type", METRIC)
+    if metric != METRIC:
+        raise ValueError(f"index_backend_configs.milvus.metric_type: a needle index uses {METRIC!r}, got {metric!r}")
+    settings = {key: block[key] for key in MILVUS_SETTINGS if block.get(key) is not None}
+    if "search_params" in settings:
+        settings["search_params"] = _search_params(settings["search_params"])
+    collection = block.get("collection_name", collection_name) or None
+    try:
+        MilvusSettings(collection_name=collection or DEFAULT_COLLECTION, metric_type=METRIC, **settings)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"index_backend_configs.milvus: {error}") from None
     if isinstance(uri, str) and is_server(uri):
-        return StoreChoice("milvus", uri, collection), None
-    if uri is not None:
-        logger.warning(
-            f"index_backend_configs.milvus.uri: the index directory is the one holding {uri}; needle keeps a Milvus "
-            "Lite database in each generation (DIR/gen-NNNNNN/milvus.db)"
-        )
-    return StoreChoice("milvus", None, collection), None if uri is None else str(uri)
+        return IndexBackend(StoreChoice("milvus", uri, collection), settings, None)
+    location = _location("index_backend_configs.milvus.uri", block, "uri")
+    return IndexBackend(StoreChoice("milvus", None, collection), settings, location)
+
+
+def _search_params(value: Any) -> dict[str, Any]:
+    """UltraRAG's `search_params` ({metric_type, params}) checked: IP, and `params` a mapping for Milvus."""
+    where = "index_backend_configs.milvus.search_params"
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be a mapping such as {{metric_type: IP, params: {{}}}}, got {value!r}")
+    check_options(where, value, SEARCH_PARAM_KEYS)
+    if value.get("metric_type", METRIC) != METRIC:
+        raise ValueError(f"{where}.metric_type: a needle index uses {METRIC!r}, got {value['metric_type']!r}")
+    if not isinstance(value.get("params") or {}, dict):
+        raise ValueError(f"{where}.params must be a mapping of Milvus search parameters, got {value['params']!r}")
+    return {"metric_type": METRIC, "params": dict(value.get("params") or {})}
+
+
+def _location(key: str, block: dict[str, Any], name: str = "index_path") -> str | None:
+    """The block's path that is the index directory (KEY names it in errors), or None when absent."""
+    value = block.get(name)
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{key} must be a path, got {value!r}")
+    return value

@@ -250,6 +250,7 @@ def test_run_async_matches_run(tmp_path: Path) -> None:
         ({"content_field": ""}, "content_field must be a non-empty string or None, got ''"),
         ({"id_field": 3}, "id_field must be a non-empty string or None, got 3"),
         ({"content_field": "x", "id_field": "x"}, "content_field and id_field must differ, both are 'x'"),
+        ({"duplicate_ids": "merge"}, "duplicate_ids must be one of error, position, got 'merge'"),
     ],
 )
 def test_bad_parameters_fail_at_init(options: dict, message: str) -> None:
@@ -260,7 +261,10 @@ def test_bad_parameters_fail_at_init(options: dict, message: str) -> None:
 
 def test_to_dict_from_dict_and_yaml_round_trip(tmp_path: Path) -> None:
     path = write_lines(tmp_path, '{"pid": "q", "body": "b", "title": "T"}')
-    reader = JSONLCorpusReader(path=str(path), content_field="body", id_field="pid", title_in_content=True)
+    reader = JSONLCorpusReader(
+        path=str(path), content_field="body", id_field="pid", title_in_content=True, duplicate_ids="position"
+    )
+    assert reader.to_dict()["init_parameters"]["duplicate_ids"] == "position"
     clone = JSONLCorpusReader.from_dict(reader.to_dict())
     assert clone.to_dict() == reader.to_dict()
     pipeline = Pipeline()
@@ -279,3 +283,49 @@ def test_scifact_corpus_reads_whole_with_beir_ids(scifact_dir: Path) -> None:
     assert docs[0].id == first["_id"]
     assert docs[0].content == f"{first['title']}\n{first['text']}"
     assert docs[-1].meta["corpus_line"] == 5183
+
+
+# --- duplicate_ids="position": UltraRAG's rule (rows keyed by position; its example corpus repeats ids) ----------
+
+
+def test_repeated_ids_by_position_keep_every_row_and_the_corpus_id(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path,
+        '{"id": "15", "contents": "first"}',
+        '{"id": "15", "contents": "second"}',
+        '{"id": 15, "contents": "third"}',
+        '{"id": "9", "contents": "other"}',
+    )
+    docs = read(path, duplicate_ids="position")
+    assert [(d.id, d.content) for d in docs] == [("15", "first"), ("15#2", "second"), ("15#3", "third"), ("9", "other")]
+    assert [d.meta.get("corpus_id") for d in docs] == [None, "15", "15", None]
+    assert [d.meta["corpus_line"] for d in docs] == [1, 2, 3, 4]
+    assert [d.id for d in iter_corpus(path, duplicate_ids="position")] == [d.id for d in docs]
+
+
+def test_a_made_id_never_takes_one_the_corpus_uses(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path,
+        '{"id": "a#3", "contents": "a real id that looks made"}',
+        '{"id": "a", "contents": "x"}',
+        '{"id": "a", "contents": "y"}',
+        '{"id": "a#3", "contents": "a repeat of the first"}',
+    )
+    ids = [d.id for d in read(path, duplicate_ids="position")]
+    assert ids == ["a#3", "a", "a#3.2", "a#3#4"]
+    assert len(set(ids)) == len(ids)
+
+
+def test_chunked_reads_by_position_give_the_one_shot_ids(tmp_path: Path) -> None:
+    path = write_lines(tmp_path, *[f'{{"id": "{i % 2}", "contents": "row {i}"}}' for i in range(7)])
+    reader = JSONLCorpusReader(duplicate_ids="position")
+    chunks = [reader.run(path=str(path), skip=start, limit=3)["documents"] for start in (0, 3, 6)]
+    assert [d.id for chunk in chunks for d in chunk] == [d.id for d in read(path, duplicate_ids="position")]
+
+
+def test_corpus_id_is_reserved_by_position_only(tmp_path: Path) -> None:
+    path = write_lines(tmp_path, '{"id": "a", "contents": "x", "corpus_id": "c"}')
+    assert read(path)[0].meta["corpus_id"] == "c"  # the default reader keeps it as any other key
+    assert "field 'corpus_id' is reserved for the reader with duplicate_ids='position'" in error_for(
+        path, duplicate_ids="position"
+    )

@@ -26,10 +26,10 @@ QUERY = "compress data with bz2"
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    """The example parameter file beside data/corpus.jsonl (40 passages), as UltraRAG's layout has it."""
+    """The example parameter file beside data/corpus_example.jsonl (40 passages), as UltraRAG's layout has it."""
     (tmp_path / "data").mkdir()
     lines = (REPO / "samples" / "python_docs.jsonl").read_text().splitlines(True)[:40]
-    (tmp_path / "data" / "corpus.jsonl").write_text("".join(lines))
+    (tmp_path / "data" / "corpus_example.jsonl").write_text("".join(lines))
     shutil.copy(EXAMPLE, tmp_path / "parameter.yaml")
     return tmp_path
 
@@ -51,10 +51,11 @@ def edited(workdir: Path, **changes: object) -> Path:
 def test_the_seed_file_drives_index_and_search(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = workdir / "parameter.yaml"
     assert main(["index", "--config", str(config)]) == 0
-    index = workdir / "index"  # the directory holding faiss.index_path (index/index.index)
+    index = workdir / "index" / "index.index"  # faiss.index_path is the index directory
     manifest = IndexManifest.load(index)
     assert manifest.embedder is not None
     assert manifest.embedder["settings"]["batch_size"] == 16
+    assert manifest.store_settings == {"index_chunk_size": 2000, "index_use_gpu": True}
     npy = workdir / "embedding" / "embedding.npy"  # embedding_path, relative to the file
     assert np.load(npy).shape == (40, 384)
     capsys.readouterr()
@@ -70,7 +71,7 @@ def test_the_seed_file_drives_index_and_search(workdir: Path, capsys: pytest.Cap
 def test_bm25_backend_builds_a_bm25_index_at_save_path(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = edited(workdir, backend="bm25")
     assert main(["index", "--config", str(config)]) == 0
-    manifest = IndexManifest.load(workdir / "index")  # the directory holding bm25.save_path (index/bm25)
+    manifest = IndexManifest.load(workdir / "index" / "bm25")  # bm25.save_path is the index directory
     assert (manifest.modes, manifest.bm25_lang) == (["bm25"], "en")
     capsys.readouterr()
     assert main(["search", "--config", str(config), QUERY, "--json"]) == 0
@@ -81,8 +82,10 @@ def test_bm25_backend_builds_a_bm25_index_at_save_path(workdir: Path, capsys: py
 def test_milvus_index_backend_drives_index_and_search(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = edited(workdir, index_backend="milvus")
     assert main(["index", "--config", str(config)]) == 0
-    manifest = IndexManifest.load(workdir / "index")  # the directory holding milvus.uri (index/milvus_demo.db)
+    manifest = IndexManifest.load(workdir / "index" / "milvus_demo.db")  # milvus.uri is the index directory
     assert manifest.store == "milvus"
+    assert manifest.store_settings is not None
+    assert manifest.store_settings["search_params"] == {"metric_type": "IP", "params": {}}
     capsys.readouterr()
     assert main(["search", "--config", str(config), QUERY, "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)
@@ -99,7 +102,22 @@ def test_milvus_index_backend_drives_index_and_search(workdir: Path, capsys: pyt
         ({"backend_configs": {"openai": {"model": "x"}}}, "backend_configs.openai: option model is not supported"),
         ({"backend_configs": {"vllm": {}}}, "backend_configs: option vllm is not supported"),
         ({"index_backend": "milvus", "index_backend_configs": {"milvus": {"metric_type": "L2"}}}, "metric_type"),
-        ({"index_backend": "milvus", "index_backend_configs": {"milvus": {"token": "root:x"}}}, "MILVUS_TOKEN"),
+        (
+            {"index_backend": "milvus", "index_backend_configs": {"milvus": {"search_params": {"metric_type": "L2"}}}},
+            "search_params.metric_type: a needle index uses 'IP'",
+        ),
+        ({"websearch_backend": "bing"}, "websearch_backend 'bing' is not supported"),
+        ({"websearch_backend_configs": {"exa": {"region": "eu"}}}, "websearch_backend_configs.exa: option region"),
+        ({"websearch_backend_configs": {"tavily": {"retries": 0}}}, "tavily.retries counts tries"),
+        (
+            {"websearch_backend_configs": {"zhipuai": {"base_url": "https://open.bigmodel.cn/api/paas/v4"}}},
+            "zhipuai.base_url is the web_search endpoint",
+        ),
+        (
+            {"websearch_backend_configs": {"zhipuai": {"search_recency_filter": "lastCentury"}}},
+            "websearch_backend_configs.zhipuai: search_recency_filter must be one of",
+        ),
+        ({"retrieve_thread_num": 0}, r"retrieve_thread_num must be an integer in \[1, 64\]"),
         ({"is_multimodal": True, "backend": "openai"}, "is_multimodal: true needs backend sentence_transformers"),
         ({"top_k": 0}, "top_k must be an integer >= 1"),
         ({"embedding_path": "embedding/vectors.bin"}, "embedding_path must end with .npy"),
@@ -127,11 +145,11 @@ def test_a_literal_openai_key_is_used_through_the_environment_only(
 ) -> None:
     monkeypatch.setenv("RETRIEVER_API_KEY", "")  # restored (removed) after the test, whatever load_config sets
     monkeypatch.delenv("RETRIEVER_API_KEY")
-    config = load_config(edited(workdir, backend="openai"))  # the example's api_key: "abc"
+    config = load_config(edited(workdir, backend="openai"))  # the example's api_key: "sk-literal-test"
     assert "literal key" in caplog.text
     assert config.spec.api_key is not None
-    assert config.spec.api_key.resolve_value() == "abc"
-    assert "abc" not in json.dumps(config.spec.recorded())
+    assert config.spec.api_key.resolve_value() == "sk-literal-test"
+    assert "sk-literal-test" not in json.dumps(config.spec.recorded())
     assert config.model == "text-embedding-3-small"
 
 

@@ -10,6 +10,11 @@ Decisions, so nothing is skipped silently:
 
 * ``Document.id`` is the corpus id (integers become strings). A line without an id gets its 1-based line
   number as id, so ids stay stable when lines are appended.
+* A repeated id is an error by default (``duplicate_ids="error"``): search results name passages by id, and
+  BEIR qrels judge them by it. ``duplicate_ids="position"`` follows UltraRAG instead, which keys passages by
+  their row and whose own example corpus repeats ids: a repeat becomes ``<id>#<line>`` (the 1-based line; a
+  further ``.2``, ``.3``... should that be taken too), and ``meta["corpus_id"]`` keeps the id as the file gives
+  it. The first line with an id keeps it unchanged, so ids are deterministic and rows are never merged.
 * ``meta["corpus_line"]`` is the 1-based physical line number; the output list keeps file order, so output
   position ``i`` is row ``i`` of an embeddings matrix built from it.
 * Keys other than the id and text fields go to ``meta`` unchanged (``title`` included).
@@ -36,6 +41,8 @@ from components.stores.hits import text_document
 __all__ = ["CorpusFormatError", "JSONLCorpusReader", "iter_corpus"]
 
 _RESERVED_META = "corpus_line"
+_CORPUS_ID = "corpus_id"  # meta key of a renamed duplicate's id as the file gives it (duplicate_ids="position")
+DUPLICATE_IDS = ("error", "position")
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,7 @@ def iter_corpus(
     id_field: str | None = None,
     title_in_content: bool | None = None,
     require_id: bool = False,
+    duplicate_ids: str = "error",
 ) -> Iterator[Document]:
     """Stream Documents from a JSONL corpus line by line (memory: one line plus the set of ids seen).
 
@@ -122,16 +130,43 @@ def iter_corpus(
     Raises :class:`CorpusFormatError` on the first bad line, ``FileNotFoundError`` when the file is missing.
     """
     path = Path(path)
+    by_position = _check_duplicate_ids(duplicate_ids)
     layout: _Layout | None = None
     seen: dict[str, int] = {}
     for line_no, obj in iter_json_objects(path):
         if layout is None:
             layout = _detect_layout(obj, (content_field, id_field, title_in_content, require_id), path, line_no)
+        if by_position and _CORPUS_ID in obj:
+            problem = f"field '{_CORPUS_ID}' is reserved for the reader with duplicate_ids='position'; rename it"
+            raise CorpusFormatError(path, line_no, problem)
         doc = _to_document(obj, layout, path, line_no)
         if doc.id in seen:
-            raise CorpusFormatError(path, line_no, f"duplicate id '{doc.id}' (first used on line {seen[doc.id]})")
+            if not by_position:
+                raise CorpusFormatError(path, line_no, f"duplicate id '{doc.id}' (first used on line {seen[doc.id]})")
+            doc = _renamed(doc, _unique_id(doc.id, line_no, seen))
         seen[doc.id] = line_no
         yield doc
+
+
+def _check_duplicate_ids(value: Any) -> bool:
+    """Whether VALUE (the ``duplicate_ids`` option) keys repeats by position; a ValueError unless it is valid."""
+    if value not in DUPLICATE_IDS:
+        raise ValueError(f"duplicate_ids must be one of {', '.join(DUPLICATE_IDS)}, got {value!r}")
+    return bool(value == "position")
+
+
+def _unique_id(doc_id: str, line_no: int, seen: dict[str, int]) -> str:
+    """``<id>#<line>``, or ``<id>#<line>.<n>`` for the smallest n >= 2 not taken (a corpus may hold such ids)."""
+    candidate, n = f"{doc_id}#{line_no}", 1
+    while candidate in seen:
+        n += 1
+        candidate = f"{doc_id}#{line_no}.{n}"
+    return candidate
+
+
+def _renamed(doc: Document, new_id: str) -> Document:
+    """DOC under NEW_ID, its corpus id kept in ``meta["corpus_id"]``."""
+    return text_document(new_id, doc.content, {**doc.meta, _CORPUS_ID: doc.id})
 
 
 @component
@@ -150,6 +185,7 @@ class JSONLCorpusReader:
         content_field: str | None = None,
         id_field: str | None = None,
         title_in_content: bool | None = None,
+        duplicate_ids: str = "error",
     ) -> None:
         """Create the reader.
 
@@ -160,16 +196,21 @@ class JSONLCorpusReader:
         :param title_in_content: Prepend `title + "\\n"` to the text (when a line has a non-empty title).
             `None` (default) follows each layout's practice: yes for BEIR `text` lines, whose text lacks the
             title, no otherwise (UltraRAG `contents` usually already hold it). The title stays in `meta` anyway.
+        :param duplicate_ids: `"error"` (default): a repeated id is a CorpusFormatError naming both lines.
+            `"position"`: UltraRAG's rule (rows are keyed by position): a repeat gets the id `<id>#<line>` and
+            `meta["corpus_id"]` keeps the id the file gives (see the module docstring).
         """
         for name, value in (("content_field", content_field), ("id_field", id_field)):
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty string or None, got {value!r}")
         if content_field is not None and content_field == id_field:
             raise ValueError(f"content_field and id_field must differ, both are {content_field!r}")
+        _check_duplicate_ids(duplicate_ids)
         self.path = path
         self.content_field = content_field
         self.id_field = id_field
         self.title_in_content = title_in_content
+        self.duplicate_ids = duplicate_ids
         self._cursor: _Cursor | None = None  # the read a run with the next `skip` continues (see `run`)
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,6 +221,7 @@ class JSONLCorpusReader:
             content_field=self.content_field,
             id_field=self.id_field,
             title_in_content=self.title_in_content,
+            duplicate_ids=self.duplicate_ids,
         )
 
     @classmethod
@@ -222,6 +264,7 @@ class JSONLCorpusReader:
             "content_field": self.content_field,
             "id_field": self.id_field,
             "title_in_content": self.title_in_content,
+            "duplicate_ids": self.duplicate_ids,
         }
 
     @component.output_types(documents=list[Document])
