@@ -64,29 +64,27 @@ class Hits(BaseModel):
 class IndexTools:
     """What the query tools search: served pipelines and the UltraRAG searches over them, opened on first use.
 
-    ``open`` returns the served index (``needle serve`` hands one that is already open; ``needle mcp`` opens the
-    config's index when a tool first needs it, and again after it rebuilds the index).
+    ``open(mode)`` returns the served index that answers MODE (None: the index's best mode). ``needle serve`` hands
+    one index that is open already; ``needle mcp`` opens the directory its parameter file names for the mode (a
+    dense backend's, or BM25's own) when a tool first needs it, and again after it rebuilds that index.
     """
 
-    open: Callable[[], Awaitable[ServedPipelines]]
-    searches: dict[str, UltraRAGSearch] = field(default_factory=dict)  # by mode, "" for the best mode
-    served: ServedPipelines | None = None  # the index the searches were built on
+    open: Callable[[str | None], Awaitable[ServedPipelines]]
+    # by mode ("" for the best mode): the search and the index it was built on
+    searches: dict[str, tuple[ServedPipelines, UltraRAGSearch]] = field(default_factory=dict)
 
     async def search(self, mode: str | None) -> UltraRAGSearch:
         """The UltraRAG search of MODE (None: the index's best mode), built once per opened index."""
         from needle.serve_ultrarag import deploy_ultrarag
 
-        served = await self.open()
-        if served is not self.served:
-            self.searches = {}
-            self.served = served
+        served = await self.open(mode)
         key = mode or ""
-        if key not in self.searches:
+        if key not in self.searches or self.searches[key][0] is not served:
             if mode is not None and mode not in served.manifest.modes:
                 have = ", ".join(served.manifest.modes)
                 raise ToolError(f"this index has no {mode} part (it has: {have}); build it with --{mode}")
-            self.searches[key] = await asyncio.to_thread(deploy_ultrarag, served, mode)
-        return self.searches[key]
+            self.searches[key] = served, await asyncio.to_thread(deploy_ultrarag, served, mode)
+        return self.searches[key][1]
 
     async def passages(
         self, mode: str | None, queries: list[str], top_k: int, instruction: str = "", collection: str = ""
@@ -104,10 +102,10 @@ class IndexTools:
         return [texts(docs) for docs in hits]
 
 
-def opened(served: ServedPipelines) -> Callable[[], Awaitable[ServedPipelines]]:
-    """``IndexTools.open`` for an index that is open already (``needle serve``)."""
+def opened(served: ServedPipelines) -> Callable[[str | None], Awaitable[ServedPipelines]]:
+    """``IndexTools.open`` for an index that is open already (``needle serve``): every mode searches it."""
 
-    async def already() -> ServedPipelines:
+    async def already(mode: str | None) -> ServedPipelines:
         return served
 
     return already

@@ -46,7 +46,7 @@ def serve(
     ultrarag = deploy_ultrarag(served)
     rerank = RerankService(reranker, reranker_max_batch) if reranker else None
     hosts = LOOPBACK_NAMES if host in LOOPBACK_NAMES else None
-    index = IndexTools(open=opened(served), searches={"": ultrarag}, served=served)
+    index = IndexTools(open=opened(served), searches={"": (served, ultrarag)})
     mcp = mcp_server(index, WebTools.from_environment(deploy_search), served)
     app = create_search_app(served, cors_origins, hosts, ultrarag=ultrarag, reranker=rerank, mcp=mcp)
     names = ", ".join([*served.registry.get_names(), "mcp", "search", *(["rerank"] if rerank else [])])
