@@ -24,6 +24,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from needle.index_generations import NeedleError
 from needle.mcp_tools import IndexTools
 from needle.mcp_web_tools import WebTools
 from needle.serve_mcp import mcp_server
@@ -121,7 +122,7 @@ def add_index_tools(server: MCPServer, index: ConfiguredIndex) -> None:
                                      collection_name), strict=True))  # fmt: skip
         try:
             index.reload({key: value for key, value in given.items() if value is not None})
-        except (ValueError, OSError) as error:
+        except (NeedleError, ValueError, OSError) as error:
             raise ToolError(one_line(error)) from None
         return f"retriever ready: backend {index.config.spec.backend}, index {index.config.index_dir}"
 
