@@ -4,6 +4,7 @@ The CLI drives exactly the pipelines a user can load with ``Pipeline.loads`` or 
 only overrides init parameters (index paths, model name, top_k) before building.
 """
 
+from copy import deepcopy
 from pathlib import Path
 from typing import Any, overload
 
@@ -14,6 +15,8 @@ import components  # noqa: F401  (allowlists our modules for deserialization)
 from needle.direct_run import DirectRun
 
 PIPELINES_DIR = Path(__file__).resolve().parent.parent / "pipelines"
+# The init parameters of our document stores that name a place: FAISS and BM25 directories, a Milvus Lite database.
+STORE_PLACES = ("path", "document_store_path", "uri")
 
 
 def load_template(name: str) -> dict[str, Any]:
@@ -45,6 +48,26 @@ def build(data: dict[str, Any]) -> Pipeline:
     """Build a Pipeline from a (possibly modified) template; Hayhooks' blocks are not Haystack's concern."""
     core = {k: v for k, v in data.items() if k not in ("inputs", "outputs")}
     return Pipeline.from_dict(core)
+
+
+def rebased(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """A copy of DATA whose document stores' relative places (``STORE_PLACES``) are resolved against BASE.
+
+    The search pipelines `needle index` writes name their stores relative to the index directory, so that the
+    index can be moved; a server that must not depend on its working directory runs them rebased onto it.
+    Absolute paths and server URLs (``http://...``) are kept as they are.
+    """
+    copy = deepcopy(data)
+    for spec in copy["components"].values():
+        store = (spec.get("init_parameters") or {}).get("document_store")
+        params = store.get("init_parameters") if isinstance(store, dict) else None
+        if not isinstance(params, dict):
+            continue
+        for key in STORE_PLACES:
+            place = params.get(key)
+            if isinstance(place, str) and place and "://" not in place and not Path(place).is_absolute():
+                params[key] = str(base / place)
+    return copy
 
 
 def dump(data: dict[str, Any], path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Every YAML file in pipelines/ loads with plain `Pipeline.loads` and the dense pair runs for real."""
+"""Every YAML file in pipelines/ loads with plain `Pipeline.loads`, the dense pair runs for real, a BM25 index names
+the document store it reads, and a pipeline written relative to an index directory rebases onto it."""
 
 from pathlib import Path
 
@@ -46,3 +47,37 @@ def test_dense_index_then_dense_search_yaml(tmp_path: Path, minilm_path: str) ->
     assert len(docs) == 5
     assert docs[0].id.startswith(("gzip", "zlib"))
     assert all(d.meta["retrieval_type"] == "dense" for d in docs)
+
+
+def test_a_bm25_index_with_its_own_documents_refuses_a_document_store_path_by_name(tmp_path: Path) -> None:
+    """bm25_index.yaml saves the documents with the index; opening it with a dense store's path is a clear
+    contradiction (it was a TypeError from Path(None)), and leaving the path unset opens it."""
+    from haystack import Document
+
+    from components.stores.bm25.document_store import BM25DocumentStore
+
+    BM25DocumentStore(path=str(tmp_path / "bm25")).write_documents([Document(id="zip", content="zip archives")])
+    given = BM25DocumentStore(path=str(tmp_path / "bm25"), document_store_path=str(tmp_path / "dense"))
+    with pytest.raises(ValueError, match=r"document_store_path=.*dense' contradicts .* document_store_path=None"):
+        given.count_documents()
+    assert [d.id for d in BM25DocumentStore(path=str(tmp_path / "bm25")).bm25_retrieval("zip")] == ["zip"]
+
+
+def test_rebased_resolves_relative_store_places_only(tmp_path: Path) -> None:
+    data = pf.load_template("hybrid_search")
+    pf.set_init_param(data, "bm25.document_store.document_store_path", "gen-000001/dense")
+    pf.set_init_param(data, "dense.document_store.path", "/abs/dense")
+    milvus = pf.load_template("milvus_mix_search")
+    pf.set_init_param(milvus, "bm25.document_store.uri", "http://milvus.example:19530")
+    before = yaml.safe_dump(data)
+    moved, served = pf.rebased(data, tmp_path), pf.rebased(milvus, tmp_path)
+    bm25 = moved["components"]["bm25"]["init_parameters"]["document_store"]["init_parameters"]
+    assert bm25["path"] == str(tmp_path / ".needle/sample/bm25")
+    assert bm25["document_store_path"] == str(tmp_path / "gen-000001/dense")
+    assert moved["components"]["dense"]["init_parameters"]["document_store"]["init_parameters"]["path"] == "/abs/dense"
+    uris = [
+        served["components"][c]["init_parameters"]["document_store"]["init_parameters"]["uri"]
+        for c in ("dense", "bm25")
+    ]
+    assert uris == [str(tmp_path / ".needle/milvus/milvus.db"), "http://milvus.example:19530"]
+    assert yaml.safe_dump(data) == before  # the given pipeline is left as it was

@@ -142,9 +142,12 @@ def relative_to_store(document_store_path: str | None, store_path: Path) -> str 
 
 
 def _same(name: str, given: Any, saved: Any) -> bool:
-    """Equal settings; paths compare after resolving, so './x' and 'x' agree; any function matches ``custom``."""
+    """Equal settings; paths compare after resolving, so './x' and 'x' agree; any function matches ``custom``.
+
+    A saved ``document_store_path`` of None (the index holds its own documents) differs from any given path.
+    """
     if name == "document_store_path":
-        return Path(given).resolve() == Path(saved).resolve()
+        return saved is not None and Path(given).resolve() == Path(saved).resolve()
     if name == "tokenizer" and callable(given):
         return bool(saved == CUSTOM)
     return bool(given == saved)
