@@ -1,12 +1,40 @@
 """`needle eval` end to end on a small labelled BEIR dataset that the test builds from the sample corpus."""
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from beir_support import write_sample_corpus
 
 from needle.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+# `needle eval` whose index build stops, inside the writer lock, until the file argv[1] exists (it first touches
+# argv[1] + ".building"); argv[2:] are the CLI's arguments.
+HELD_EVAL = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import needle.indexing
+    release = Path(sys.argv[1])
+    write = needle.indexing.Build.write
+    def held_write(self, partial):
+        Path(sys.argv[1] + ".building").touch()
+        end = time.monotonic() + 300
+        while not release.exists() and time.monotonic() < end:
+            time.sleep(0.05)
+        return write(self, partial)
+    needle.indexing.Build.write = held_write
+    from needle.cli import main
+    sys.exit(main(sys.argv[2:]))
+    """
+)
 
 QUERIES = {
     "q1": ("parse command line arguments and options", "argparse-0"),
@@ -155,3 +183,65 @@ def test_missing_qrels_is_one_line_error(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "test.tsv" in err
+
+
+def wait_for(done: Callable[[], bool], process: subprocess.Popen, log: Path, what: str, timeout: float = 240) -> None:
+    """Poll DONE until true; fail naming WHAT (with PROCESS's log) if it exits first or TIMEOUT passes."""
+    end = time.monotonic() + timeout
+    while not done():
+        if process.poll() is not None:
+            pytest.fail(f"exited with {process.returncode} before {what}:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > end:
+            process.kill()
+            pytest.fail(f"no {what} within {timeout:.0f}s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.1)
+
+
+def test_a_second_eval_waits_for_the_first_one_building_the_index_and_reuses_it(dataset: Path, tmp_path: Path) -> None:
+    """Two `needle eval` processes on one data set: the second names the first's pid once, waits for its build to
+    finish instead of failing "locked by another writer", then searches the generation the first built."""
+    ix, release = tmp_path / "ix", tmp_path / "release"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+    def argv(name: str) -> list[str]:
+        return [
+            "eval",
+            str(dataset),
+            "--mode",
+            "bm25",
+            "--index-dir",
+            str(ix),
+            "--json",
+            str(tmp_path / f"{name}.json"),
+        ]
+
+    logs = {name: (tmp_path / f"{name}.out", tmp_path / f"{name}.err") for name in ("first", "second")}
+    with logs["first"][0].open("w") as out, logs["first"][1].open("w") as err:
+        first = subprocess.Popen(
+            [sys.executable, "-c", HELD_EVAL, str(release), *argv("first")], cwd=REPO, env=env, stdout=out, stderr=err
+        )
+    try:
+        wait_for(Path(f"{release}.building").exists, first, logs["first"][1], "the first build")
+        with logs["second"][0].open("w") as out, logs["second"][1].open("w") as err:
+            second = subprocess.Popen(
+                [sys.executable, "-m", "needle.cli", *argv("second")], cwd=REPO, env=env, stdout=out, stderr=err
+            )
+        try:
+            waiting = f"needle eval: waiting for pid {first.pid} on "
+            wait_for(lambda: waiting in logs["second"][1].read_text(), second, logs["second"][1], "waiting line")
+            release.touch()
+            assert first.wait(timeout=240) == 0, logs["first"][1].read_text()[-3000:]
+            assert second.wait(timeout=240) == 0, logs["second"][1].read_text()[-3000:]
+        finally:
+            second.kill()
+    finally:
+        release.touch()
+        first.kill()
+    said = [line for line in logs["second"][1].read_text().splitlines() if line.startswith("needle")]
+    assert len(said) == 1, said
+    assert said[0].startswith(waiting), said
+    assert said[0].endswith(f"to finish writing {ix}"), said
+    results = {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in ("first", "second")}
+    assert (results["first"]["index_reused"], results["second"]["index_reused"]) == (False, True)
+    assert (ix / "CURRENT").read_text().strip() == "gen-000001"  # built once
+    assert results["second"]["metrics"] == results["first"]["metrics"]

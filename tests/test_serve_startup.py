@@ -2,7 +2,9 @@
 sends CORS headers to exactly the origins given with ``--cors-origin``.
 """
 
+import errno
 import shutil
+import socket
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -32,11 +34,11 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sample_index(tmp_path_factory)
 
 
-def serve_until_exit(index_dir: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def serve_until_exit(index_dir: Path, timeout: float = 300, port: int | None = None) -> subprocess.CompletedProcess:
     """Run `needle serve` that is expected to stop by itself; fail (and kill it) if it serves instead."""
     try:
         return subprocess.run(
-            needle_command("serve", str(index_dir), "--port", str(free_port())),
+            needle_command("serve", str(index_dir), "--port", str(port or free_port())),
             check=False,
             cwd=REPO,
             env=server_env(),
@@ -81,6 +83,64 @@ def test_broken_index_part_stops_start_up_naming_the_pipeline(index: Path, tmp_p
     assert len(lines) == 1, done.stderr[-3000:]
     assert lines[0].startswith("needle: error: pipeline dense_search failed to deploy"), lines
     assert "Traceback" not in done.stderr
+
+
+def listening_socket(reuse_address: bool) -> socket.socket:
+    """Another server's socket: listening on a free 127.0.0.1 port, with or without SO_REUSEADDR (uvicorn sets it)."""
+    sock = socket.socket()
+    if reuse_address:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
+@pytest.mark.parametrize("reuse_address", [False, True], ids=["plain", "reuseaddr"])
+def test_a_port_in_use_is_one_line_before_any_pipeline_loads(index: Path, tmp_path: Path, reuse_address: bool) -> None:
+    """Exit 2 with one line naming HOST:PORT; the index's pipelines (a broken one here) are never reached."""
+    broken = tmp_path / "broken"
+    shutil.copytree(index, broken, symlinks=True)
+    for path in broken.rglob("*.faiss"):
+        path.write_bytes(b"not a faiss index")  # deploying would fail, naming dense_search
+    with listening_socket(reuse_address) as other:
+        port = other.getsockname()[1]
+        done = serve_until_exit(broken, timeout=120, port=port)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.strip() == (
+        f"needle: error: 127.0.0.1:{port} is in use: another server listens there; stop it or choose another --port"
+    ), done.stderr[-3000:]
+    assert done.stdout == ""  # no "needle serve: ..." banner, no uvicorn line
+
+
+def test_the_port_is_held_while_the_pipelines_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the pipelines deploy nobody else can listen on the port (uvicorn serves the socket bound first);
+    it is free again once serve gives up."""
+    import needle.serve_pipelines
+    from needle.index_dir import NeedleError
+    from needle.serve import serve
+
+    port = free_port()
+    tried: list[int] = []
+
+    def deploy_all(index_dir: Path) -> None:
+        other = socket.socket()
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            other.bind(("127.0.0.1", port))
+            other.listen()
+            tried.append(0)
+        except OSError as error:
+            tried.append(error.errno)
+        finally:
+            other.close()
+        raise NeedleError("stopped in deploy_all")
+
+    monkeypatch.setattr(needle.serve_pipelines, "deploy_all", deploy_all)
+    with pytest.raises(NeedleError, match="stopped in deploy_all"):
+        serve(tmp_path, "127.0.0.1", port, [])
+    assert tried == [errno.EADDRINUSE]
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", port))  # free again: serve closed its socket
 
 
 @pytest.fixture(scope="module")

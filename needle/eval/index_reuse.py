@@ -12,15 +12,22 @@ recorded never fit.
 A fitting index is still opened before it is trusted: the searcher loads every part and checks its document
 count, and the index it opened is checked again (another process may have switched the index meanwhile).
 When it cannot be opened it is rebuilt, exactly as an index that does not fit.
+
+Runs on one index directory at once (two ``needle eval`` of the same data set) take turns rather than fail:
+one that would build while another process holds the directory's writer lock says on stderr whom it waits
+for, waits until the lock is free, and then looks again, so it searches what the other run built when that
+fits (``index_reused`` true), and builds only when it does not.
 """
 
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from haystack.document_stores.errors import DocumentStoreError
 
+from components.stores.directory_lock import DirectoryLockedError, wait_until_unlocked
 from needle.index_dir import IndexManifest, NeedleError, file_sha256
 from needle.index_generations import embeddings_file
 from needle.indexing import StoreChoice, build_index
@@ -97,13 +104,39 @@ def open_for_eval(
     corpus: Path, index_dir: Path, mode: str, model: str, top_k: int, store: str = "faiss", seed: Path | None = None
 ) -> OpenedIndex:
     """Search the live generation of INDEX_DIR when it fits CORPUS and MODE and opens whole, else build a new
-    one (``index_for_eval``) and search that; the caller closes the returned searcher."""
-    reused = reuse(index_dir, file_sha256(corpus), mode, model, store, top_k)
-    if reused is not None:
-        return reused
-    build_seconds, hit = index_for_eval(corpus, index_dir, mode, model, store, seed)
-    searcher, took = open_searcher(index_dir, mode, top_k)
-    return OpenedIndex(searcher, False, build_seconds, hit, took)
+    one (``index_for_eval``) and search that; the caller closes the returned searcher.
+
+    Another writer of INDEX_DIR (another ``needle eval`` building it) is waited for, then its index looked at
+    again, rather than an error: also when it took the lock between this run's look and its build.
+    """
+    digest = file_sha256(corpus)
+    while True:
+        reused = reuse(index_dir, digest, mode, model, store, top_k)
+        if reused is not None:
+            return reused
+        if wait_for_writer(index_dir):
+            continue  # another run was writing: what it wrote may fit
+        try:
+            build_seconds, hit = index_for_eval(corpus, index_dir, mode, model, store, seed)
+        except DirectoryLockedError as locked:
+            if locked.directory.resolve() != index_dir.resolve():
+                raise  # a lock of something else (a store directory elsewhere): waiting here would not free it
+            continue  # it started between the look and the build: wait for it on the next round
+        searcher, took = open_searcher(index_dir, mode, top_k)
+        return OpenedIndex(searcher, False, build_seconds, hit, took)
+
+
+def wait_for_writer(index_dir: Path) -> bool:
+    """Wait while another process holds INDEX_DIR's writer lock, saying so on stderr (one line per holder).
+
+    Returns whether it waited. The wait has no limit: the holder is building, and the kernel frees its lock
+    when it exits however it exits.
+    """
+
+    def notice(holder: str) -> None:
+        print(f"needle eval: waiting for {holder} to finish writing {index_dir}", file=sys.stderr, flush=True)
+
+    return wait_until_unlocked(index_dir, notice)
 
 
 def index_for_eval(
