@@ -1,9 +1,10 @@
 """The embedding backend of an index: which embedders its index and search pipelines use.
 
 An index manifest records its backend as ``embedder: {"backend", "settings"}`` (see
-``components.embedders.embedder_factory.EmbedderSpec.recorded``: no secret, only the names of the environment
-variables that hold a key). Manifests without it, and builds that name none, use the templates' own
-sentence-transformers embedders with the manifest's ``model``, as before.
+``components.embedders.embedder_factory.EmbedderSpec.recorded`` and ``manifest_record``: no secret, only the names
+of the environment variables that hold a key; no program, Infinity's venv is the user's). Manifests without it,
+and builds that name none, use the templates' own sentence-transformers embedders with the manifest's ``model``,
+as before.
 
 The templates in ``pipelines/`` keep their sentence-transformers ``embedder`` entry; these functions replace that
 entry with the recorded backend's document or query embedder, so one template serves every backend.
@@ -19,15 +20,17 @@ DEFAULT_BACKEND = "sentence_transformers"
 Recorded = dict[str, Any] | None  # an index manifest's `embedder` field
 
 
-def spec_of(recorded: Recorded) -> EmbedderSpec | None:
+def spec_of(recorded: Recorded, local: bool = False) -> EmbedderSpec | None:
     """The backend a manifest recorded (None: the templates' sentence-transformers embedders).
 
+    :param local: RECORDED is this build's own, from the user's config: it may name a program of this machine
+        (Infinity's venv); one read from an index may not (``EmbedderSpec.from_recorded``).
     :raises NeedleError: The record is not one a build writes (naming what is wrong).
     """
     if recorded is None:
         return None
     try:
-        return EmbedderSpec.from_recorded(recorded)
+        return EmbedderSpec.from_recorded(recorded, local=local)
     except ValueError as error:
         raise NeedleError(f"embedder: {error}") from None
 
@@ -40,8 +43,9 @@ def backend_name(recorded: Recorded) -> str:
 def set_document_embedder(
     data: dict[str, Any], model: str, embedding_path: str, overwrite: bool, recorded: Recorded
 ) -> None:
-    """Point an index template's ``embedder`` at MODEL (or the RECORDED backend), keeping vectors in EMBEDDING_PATH."""
-    spec = spec_of(recorded)
+    """Point an index template's ``embedder`` at MODEL (or the RECORDED backend, this build's own: with the user's
+    Infinity venv if they chose one), keeping vectors in EMBEDDING_PATH."""
+    spec = spec_of(recorded, local=True)
     if spec is None:
         pf.set_init_param(data, "embedder.model", model)
         pf.set_init_param(data, "embedder.embedding_path", embedding_path)
@@ -53,9 +57,11 @@ def set_document_embedder(
 def set_query_embedder(data: dict[str, Any], model: str | None, recorded: Recorded) -> None:
     """Point a search template's ``embedder`` at MODEL (or the RECORDED backend's query embedder).
 
-    A batch template (its embedder takes ``texts``) gets the backend's batch query embedder.
+    A batch template (its embedder takes ``texts``) gets the backend's batch query embedder, which names no
+    program to run (``EmbedderSpec.query_embedder``): the pipeline may be kept in an index. RECORDED is a manifest's
+    (checked by ``IndexManifest.check``, which refuses one naming a program) or this build's own.
     """
-    spec = spec_of(recorded)
+    spec = spec_of(recorded, local=True)
     if spec is None:
         pf.set_init_param(data, "embedder.model", model)
         return

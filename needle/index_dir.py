@@ -2,7 +2,9 @@
 
 Layout of one generation (see ``needle.index_generations`` for the directory around it)::
 
-    DIR/gen-NNNNNN/manifest.json        model, dimension, corpus file name, document count, modes, file sizes
+    DIR/gen-NNNNNN/manifest.json        model, dimension, corpus file name, document count, modes, the size and
+                                        sha256 of every file, the generation and manifest sha256 of dense/ and
+                                        bm25/ (``needle.index_generations`` says when each is checked)
     DIR/gen-NNNNNN/embeddings.npy       corpus embeddings, row i = corpus line i (+ its fingerprint .json)
     DIR/gen-NNNNNN/dense/               FAISS document store (vectors + documents)
     DIR/gen-NNNNNN/bm25/                BM25 index (when built with --bm25; reads documents from dense/)
@@ -31,12 +33,15 @@ import numpy as np
 from haystack import Document
 from haystack.core.errors import PipelineRuntimeError
 
+from components.embedders.embedder_factory import manifest_record
 from components.embedders.embedding_file import EmbeddingFileError
+from components.stores.crash_safe_generations import MANIFEST
+from components.stores.crash_safe_generations import STORES as SAVED_STORES
 from needle import pipeline_files as pf
 from needle.backends import Recorded, set_document_embedder, set_query_embedder, spec_of
 from needle.dense_index_type import FLAT, DenseIndexType
 from needle.fusion import apply_fusion
-from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live
+from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live, rebuild_hint
 from needle.index_options import DEFAULT_OPTIONS, IndexOptions, apply_store_settings, check_store_settings
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, run_chunked
 
@@ -105,7 +110,10 @@ class IndexManifest:
         unused |= {"dense_index"} if self.dense_index is None else set()
         unused |= {"corpus_sha256"} if self.corpus_sha256 is None else set()
         unused |= {"store_settings"} if self.store_settings is None else set()
-        return {k: v for k, v in asdict(self).items() if k not in unused}
+        kept = {k: v for k, v in asdict(self).items() if k not in unused}
+        if self.embedder is not None:  # the build's own record may name the user's Infinity venv: never kept
+            kept["embedder"] = manifest_record(self.embedder)
+        return kept
 
     @classmethod
     def load(cls, index_dir: Path) -> "IndexManifest":
@@ -118,7 +126,17 @@ class IndexManifest:
         except TypeError as e:
             raise NeedleError(f"corrupted index manifest in {generation}: {e}") from e
         manifest.check(generation)
+        manifest.check_parts(generation, recorded.get(SAVED_STORES, {}))
         return manifest
+
+    def check_parts(self, generation: Path, stores: dict[str, Any]) -> None:
+        """A FAISS index holds exactly one store per mode (``dense/``, ``bm25/``), each bound to this manifest by
+        its generation and manifest digest (checked by ``read_live``), so no part is read that it did not build."""
+        if self.store == "faiss" and sorted(stores) != sorted(self.modes):
+            raise NeedleError(
+                f"corrupted index manifest in {generation / MANIFEST}: modes {self.modes!r} but it records the "
+                f"parts {sorted(stores)!r}; {rebuild_hint(generation.parent)}"
+            )
 
     def check(self, generation: Path) -> None:
         """Refuse field values no build writes (a tampered or damaged manifest), naming the field."""

@@ -10,8 +10,18 @@ Layout of ``needle index CORPUS --out DIR``::
 A rebuild writes a whole new generation as ``gen-NNNNNN.partial``, fsyncs it, renames it and switches ``CURRENT``
 atomically (``components.stores.crash_safe_generations``), so a crash at any point leaves the old index live.
 Nothing inside a generation names an absolute path: the directory can be moved, copied or archived.
+
+Every generation's manifest records the size and sha256 of each file it owns, and the generation and manifest
+digest of each store inside it (``dense/``, ``bm25/``), whose manifests record their own files' digests
+(``components.stores.crash_safe_generations``). ``read_live`` checks the sizes, that nothing is a symbolic link,
+the stores' generations and manifest digests, and the bytes of the generation's own small files; each store
+verifies all its files when it opens its generation, and the embedding file is verified before it is reused.
+Any mismatch is one line naming the file (``NeedleError``). A manifest without digests (an index built before
+they were recorded) is refused with a rebuild hint: accepting one would let anybody turn verification off by
+deleting the record.
 """
 
+import logging
 import os
 import re
 import shutil
@@ -20,8 +30,18 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.stores.crash_safe_generations import MANIFEST, POINTER, Generations, load_json
+from components.stores.crash_safe_generations import (
+    DIGESTS,
+    MANIFEST,
+    POINTER,
+    Generations,
+    load_json,
+    verified,
+    verify_all,
+)
 from components.stores.directory_lock import LOCK_FILE, DirectoryLock
+
+logger = logging.getLogger(__name__)
 
 FORMAT = "needle-index"
 LAYOUT = Generations(kind="needle index", digits=6, stamp={"format": FORMAT, "format_version": 1}, keep=1)
@@ -49,7 +69,8 @@ def live_name(index_dir: Path) -> str | None:
 
 def read_live(index_dir: Path) -> tuple[Path, dict[str, Any]]:
     """
-    The live generation of an index and its checked manifest fields, for a reader.
+    The live generation of an index and its checked manifest fields, for a reader; the bytes of the generation's
+    own small files are verified too (``verify_own_files``).
 
     A generation removed between reading ``CURRENT`` and opening it (two rebuilds in between) is retried once
     from the pointer. :raises NeedleError: one line saying what is missing or broken and how to rebuild.
@@ -59,6 +80,8 @@ def read_live(index_dir: Path) -> tuple[Path, dict[str, Any]]:
         name = live_name(index_dir)
         try:
             found = LAYOUT.read_current(index_dir)
+            if found is not None:
+                verify_own_files(*found)
         except DocumentStoreError as error:
             if attempt == 1 and live_name(index_dir) != name:
                 continue
@@ -66,6 +89,16 @@ def read_live(index_dir: Path) -> tuple[Path, dict[str, Any]]:
         if found is not None:
             return found
     raise NeedleError(f"{index_dir} is not a needle index: {index_dir / POINTER} is missing; {rebuild_hint(index_dir)}")
+
+
+def verify_own_files(generation: Path, manifest: dict[str, Any]) -> None:
+    """Verify the bytes of GENERATION's own small files (pipelines, Hayhooks wrappers, the embeddings' fingerprint, a
+    Milvus Lite database) against its manifest. The embedding file, large and read only by rebuilds, is verified
+    before it is reused (``verified_embeddings``); each store verifies its own files when it opens them.
+
+    :raises DocumentStoreError: naming the first file that is not as saved.
+    """
+    verify_all(generation, manifest, [name for name in manifest.get(DIGESTS, {}) if name != EMBEDDINGS])
 
 
 def _check_readable(index_dir: Path) -> None:
@@ -138,26 +171,40 @@ def take_lock(out: Path) -> DirectoryLock:
 
 
 def previous_embeddings(out: Path) -> Path | None:
-    """The embedding file of the index being replaced (live generation, or the older layout's), if readable."""
-    if (out / POINTER).is_file():
-        try:
-            found = LAYOUT.read_current(out)
-        except DocumentStoreError:
-            return None
-        candidate = found[0] / EMBEDDINGS if found else None
-    else:
-        candidate = out / EMBEDDINGS
-    return candidate if candidate is not None and candidate.is_file() else None
+    """The embedding file of the live generation being replaced, if its bytes are those it was saved with.
+
+    None when there is none to reuse, and also for an older layout's or a changed file: those are encoded again
+    (nothing unverified is taken from an index, ``verified_embeddings``).
+    """
+    try:
+        found = LAYOUT.read_current(out) if (out / POINTER).is_file() else None
+    except DocumentStoreError:
+        return None
+    return None if found is None else verified_embeddings(*found)
 
 
 def embeddings_file(index_dir: Path) -> Path | None:
-    """The live generation's embedding file, or None (no index, no dense part)."""
+    """The live generation's embedding file, or None (no index, no dense part, or not the bytes it was saved with)."""
     try:
-        generation, _ = read_live(index_dir)
+        generation, manifest = read_live(index_dir)
     except NeedleError:
         return None
-    path = generation / EMBEDDINGS
-    return path if path.is_file() else None
+    return verified_embeddings(generation, manifest)
+
+
+def verified_embeddings(generation: Path, manifest: dict[str, Any]) -> Path | None:
+    """GENERATION's embedding file once it and its fingerprint have the sha256 the manifest records, else None
+    (a warning says why when the file is there but changed)."""
+    path, sidecar = generation / EMBEDDINGS, f"{EMBEDDINGS}.json"
+    if not path.is_file():
+        return None
+    try:
+        for name in [EMBEDDINGS, *([sidecar] if (generation / sidecar).exists() else [])]:
+            verified(generation, manifest, name)
+    except DocumentStoreError as error:
+        logger.warning("not reusing the embeddings of %s: %s", generation, error)
+        return None
+    return path
 
 
 def link_or_copy(source: Path, target: Path) -> None:

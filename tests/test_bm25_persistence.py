@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
+from integrity_support import reseal
 
 from components.stores.bm25.document_store import BM25DocumentStore
 from components.stores.recent_documents import RecentDocuments
@@ -192,21 +193,25 @@ def test_damaged_index_directories_are_reported_with_the_file(saved: Path, damag
 
 
 def test_a_corrupted_npy_header_of_the_same_size_is_reported_with_the_file(saved: Path) -> None:
-    """Garbage inside an array file (size unchanged) is caught when the file is opened."""
+    """Garbage inside an array file (size unchanged) is caught when the file is opened, even with its digest
+    rewritten to match (tests/test_index_integrity.py covers the digest itself)."""
     file = generation(saved) / "indptr.csc.index.npy"
     data = bytearray(file.read_bytes())
     data[:6] = b"XXXXXX"
     file.write_bytes(bytes(data))
+    reseal(file)
     with pytest.raises(DocumentStoreError, match=r"indptr\.csc\.index\.npy: corrupted \.npy file"):
         BM25DocumentStore(path=str(saved)).count_documents()
 
 
 def test_a_corrupted_document_line_is_reported_with_file_and_line(saved: Path) -> None:
-    """A damaged JSON line in documents.jsonl is reported with its line number when that document is read."""
+    """A damaged JSON line in documents.jsonl is reported with its line number when that document is read, even
+    with the file's digest rewritten to match."""
     file = generation(saved) / "documents.jsonl"
     lines = file.read_bytes().split(b"\n")
     lines[1] = b"#" * len(lines[1])
     file.write_bytes(b"\n".join(lines))
+    reseal(file)
     store = BM25DocumentStore(path=str(saved))
     with pytest.raises(DocumentStoreError, match=r"documents\.jsonl: line 2 is corrupted"):
         store.bm25_retrieval("moon tides")

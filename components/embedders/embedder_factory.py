@@ -10,10 +10,17 @@ The table below is the only way from a name to a class: a name from a file never
 backend or option is an error naming it and listing what is allowed. `settings` (what an index manifest records)
 holds no secret: an API key is always a `Secret` read from the environment (by default `OPENAI_API_KEY`, then
 `RETRIEVER_API_KEY`), and a serialized embedder names the variables, never the key.
+
+Nor does it name a program: `infinity_venv` (the environment whose `bin/infinity_emb` a managed Infinity server
+runs) is the user's, from their own config when an index is built (`recorded` passes it on to the build's document
+embedder), and never written into an index: `manifest_record` drops it from what a manifest keeps, the query
+embedders serialized into an index's search pipelines leave it out, and a manifest that holds one is refused
+(`from_recorded`, `MACHINE_OPTIONS`). A search runs the server of `$NEEDLE_INFINITY_VENV` or `.venv-infinity`
+(`components.embedders.infinity_server.default_venv`).
 """
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +43,61 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": ("model_name", "base_url", "concurrency"),
     "bm25": ("lang", "tokenizer"),
 }
+
+
+@dataclass(frozen=True)
+class OptionType:
+    """What one option's value must be, as YAML 1.2 types it: ``description`` for the error, ``accepts`` the test.
+
+    Strict, so a quoted "false" (a string, truthy in Python) or a 1 for true is an error naming the key instead
+    of a setting silently taken the wrong way; ranges and allowed words are the components' own checks.
+    """
+
+    description: str
+    accepts: Callable[[Any], bool]
+
+
+def _is_int(value: Any) -> bool:
+    """Whether VALUE is an integer (a bool is not one, though Python says so)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+BOOL = OptionType("true or false", lambda value: isinstance(value, bool))
+INT = OptionType("an integer", _is_int)
+STRING = OptionType("a string", lambda value: isinstance(value, str))
+OPTIONAL_BOOL = OptionType("true, false or null", lambda value: value is None or isinstance(value, bool))
+OPTIONAL_INT = OptionType("an integer or null", lambda value: value is None or _is_int(value))
+OPTIONAL_STRING = OptionType("a string or null", lambda value: value is None or isinstance(value, str))
+OPTIONAL_NAME = OptionType(
+    "a non-empty string or null", lambda value: value is None or (isinstance(value, str) and value != "")
+)
+OPTIONAL_MAPPING = OptionType("a mapping of options or null", lambda value: value is None or isinstance(value, Mapping))
+# The type of every option of every backend block (ENCODE: of sentence_transformers_encode).
+TYPES: dict[str, dict[str, OptionType]] = {
+    "sentence_transformers": {"trust_remote_code": BOOL, "sentence_transformers_encode": OPTIONAL_MAPPING},
+    "infinity": {
+        "bettertransformer": BOOL,
+        "pooling_method": STRING,
+        "model_warmup": BOOL,
+        "trust_remote_code": BOOL,
+        "device": STRING,
+        "url": OPTIONAL_STRING,
+        "infinity_venv": OPTIONAL_STRING,
+    },
+    "openai": {"model_name": OPTIONAL_STRING, "base_url": OPTIONAL_STRING, "concurrency": INT},
+    "bm25": {"lang": STRING, "tokenizer": STRING},
+}
+ENCODE_TYPES = {
+    "normalize_embeddings": BOOL,
+    "encode_chunk_size": INT,
+    "q_prompt_name": OPTIONAL_NAME,
+    "psg_prompt_name": OPTIONAL_NAME,
+    "q_task": OPTIONAL_NAME,
+    "psg_task": OPTIONAL_NAME,
+}
+# Options that name something to run on this machine: honoured from the user's config at build time, never
+# recorded in an index (EmbedderSpec.recorded) nor accepted from one (EmbedderSpec.from_recorded).
+MACHINE_OPTIONS: dict[str, tuple[str, ...]] = {"infinity": ("infinity_venv",)}
 # The seed's BM25 tokenizer names -> our BM25 store's `lang` (auto follows `lang`: en or zh).
 BM25_TOKENIZERS = ("auto", "jieba", "character")
 BM25_LANGS = ("en", "zh")
@@ -61,14 +123,47 @@ CLASSES: dict[str, tuple[str, str, str]] = {
 
 
 def check_options(where: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-    """Refuse a key of GIVEN that is not in ALLOWED, naming it, WHERE it was and what is allowed."""
+    """Refuse the keys of GIVEN that are not in ALLOWED, naming every one (sorted as text, whatever its YAML type:
+    `1:` and `zzz:` together), WHERE they were and what is allowed."""
     if not isinstance(given, Mapping):
         raise ValueError(f"{where} must be a mapping of options, got {given!r}")
-    unknown = sorted(set(given) - set(allowed))
+    unknown = sorted({str(key) for key in given if key not in allowed})
+    if len(unknown) == 1:
+        raise ValueError(f"{where}: option {unknown[0]} is not supported; allowed: {', '.join(allowed)}")
     if unknown:
-        raise ValueError(
-            f"{where}: option {', '.join(map(str, unknown))} is not supported; allowed: {', '.join(allowed)}"
-        )
+        raise ValueError(f"{where}: options {', '.join(unknown)} are not supported; allowed: {', '.join(allowed)}")
+
+
+def options_block(where: str, value: Any) -> dict[str, Any]:
+    """VALUE, a block of options at WHERE, as a dict: a mapping, or null (no options); anything else (a `false`,
+    a list, a string) is a ValueError naming WHERE, never taken as "no options"."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where} must be a mapping of options or null, got {value!r}")
+    return dict(value)
+
+
+def check_types(where: str, given: Mapping[str, Any], types: Mapping[str, OptionType]) -> None:
+    """Refuse a value of GIVEN that is not of the type TYPES gives its key, naming WHERE.KEY and the value."""
+    for key, kind in types.items():
+        if key in given and not kind.accepts(given[key]):
+            raise ValueError(f"{where}.{key} must be {kind.description}, got {given[key]!r}")
+
+
+def check_block(backend: str, block: Mapping[str, Any], extra: Mapping[str, OptionType] | None = None) -> None:
+    """Check BACKEND's block of `backend_configs`: known keys (and EXTRA's, read by the caller) of their types.
+
+    :raises ValueError: An unknown key (all of them named), or a value of the wrong type (naming its key path).
+    """
+    where = f"backend_configs.{backend}"
+    extra = extra or {}
+    check_options(where, block, OPTIONS[backend] + tuple(extra))
+    check_types(where, block, TYPES[backend] | dict(extra))
+    if backend == "sentence_transformers":
+        encode = options_block(f"{where}.sentence_transformers_encode", block.get("sentence_transformers_encode"))
+        check_options(f"{where}.sentence_transformers_encode", encode, ENCODE_OPTIONS)
+        check_types(f"{where}.sentence_transformers_encode", encode, ENCODE_TYPES)
 
 
 @dataclass(frozen=True)
@@ -80,7 +175,9 @@ class EmbedderSpec:
     api_key: Secret | None = field(default=None, compare=False)
 
     def recorded(self) -> dict[str, Any]:
-        """What an index manifest keeps: `{"backend", "settings"}`, with the key's environment variables only.
+        """`{"backend", "settings"}`, with the key's environment variables only: what a build passes on to its
+        embedders (`from_recorded(..., local=True)`) and, less `MACHINE_OPTIONS` (`manifest_record`), what an
+        index manifest keeps.
 
         :raises ValueError: The key is a token (a literal key), which must never be written into a file.
         """
@@ -91,8 +188,12 @@ class EmbedderSpec:
         return {"backend": self.backend, "settings": {**self.settings, "api_key": recorded_key}}
 
     @classmethod
-    def from_recorded(cls, recorded: Any) -> "EmbedderSpec":
-        """The spec a manifest recorded; anything else is a ValueError naming the problem."""
+    def from_recorded(cls, recorded: Any, local: bool = False) -> "EmbedderSpec":
+        """The spec a manifest recorded; anything else is a ValueError naming the problem.
+
+        :param local: RECORDED comes from this process (a build's own `recorded()`, from the user's config), so it
+            may name a program of this machine (`MACHINE_OPTIONS`); read from an index, it may not.
+        """
         if not isinstance(recorded, Mapping) or set(recorded) != {"backend", "settings"}:
             raise ValueError(f"embedder must be {{'backend': ..., 'settings': {{...}}}}, got {recorded!r}")
         settings = recorded["settings"]
@@ -103,6 +204,8 @@ class EmbedderSpec:
         if key is not None and (not isinstance(key, dict) or key.get("type") != SecretType.ENV_VAR.value):
             raise ValueError(f"embedder api_key must name environment variables, got {key!r}")
         check_options("embedder settings", settings, SETTINGS)
+        if not local:
+            refuse_machine_options(recorded["backend"], settings.get("backend_configs"))
         return embedder_spec(recorded["backend"], **settings, api_key=None if key is None else Secret.from_dict(key))
 
     @property
@@ -130,8 +233,12 @@ class EmbedderSpec:
         return self._serialize(self.instance(0, {"embedding_path": embedding_path, "overwrite": overwrite}))
 
     def query_embedder(self, batch: bool = False) -> dict[str, Any]:
-        """The serialized query embedder: one query (`text` in), or a batch (`texts` in) with ``batch``."""
-        return self._serialize(self.instance(2 if batch else 1))
+        """The serialized query embedder: one query (`text` in), or a batch (`texts` in) with ``batch``; without
+        the options that name a program (`MACHINE_OPTIONS`): a search pipeline, which an index keeps, names none."""
+        data = self._serialize(self.instance(2 if batch else 1))
+        for name in MACHINE_OPTIONS.get(self.backend, ()):
+            data["init_parameters"].pop(name, None)
+        return data
 
     def _serialize(self, embedder: Any) -> dict[str, Any]:
         """EMBEDDER's `to_dict`, without the device it resolved on this machine unless `gpu_ids` chose one
@@ -211,16 +318,14 @@ def embedder_spec(
     :param batch_size: Texts per forward pass or request (the seed's `batch_size`).
     :param gpu_ids: sentence_transformers: the GPUs to use (the seed's `gpu_ids`); None: the best device.
     :param api_key: openai/infinity: the key as a Secret; None: the embedders' default environment variables.
-    :raises ValueError: An unknown backend, an option the backend does not take, or a value out of range
-        (the embedder's own check, naming the parameter).
+    :raises ValueError: An unknown backend, an option the backend does not take, a value of the wrong type (a
+        string "false" for a boolean: naming its key path, ``check_block``), or a value out of range (the
+        embedder's own check, naming the parameter).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not supported; choose one of {', '.join(BACKENDS)}")
-    block = dict(backend_configs or {})
-    check_options(f"backend_configs.{backend}", block, OPTIONS[backend])
-    if backend == "sentence_transformers":
-        encode = block.get("sentence_transformers_encode") or {}
-        check_options("backend_configs.sentence_transformers.sentence_transformers_encode", encode, ENCODE_OPTIONS)
+    block = options_block(f"backend_configs.{backend}", backend_configs)
+    check_block(backend, block)
     if api_key is not None and not isinstance(api_key, Secret):
         raise ValueError("api_key must be a haystack.utils.Secret (e.g. Secret.from_env_var('RETRIEVER_API_KEY'))")
     if gpu_ids is not None and backend != "sentence_transformers":
@@ -234,6 +339,29 @@ def embedder_spec(
     else:
         spec.bm25_lang()
     return spec
+
+
+def manifest_record(recorded: Mapping[str, Any]) -> dict[str, Any]:
+    """What an index manifest keeps of a build's `EmbedderSpec.recorded()`: all but `MACHINE_OPTIONS`, which name
+    programs of the building machine (the user's, never the index's)."""
+    local = MACHINE_OPTIONS.get(str(recorded.get("backend")), ())
+    settings = dict(recorded.get("settings") or {})
+    block = settings.get("backend_configs")
+    if local and isinstance(block, Mapping):
+        settings["backend_configs"] = {k: v for k, v in block.items() if k not in local}
+    return {**recorded, "settings": settings}
+
+
+def refuse_machine_options(backend: Any, block: Any) -> None:
+    """Refuse a recorded backend block that names a program to run (`MACHINE_OPTIONS`), naming the option."""
+    names = [n for n in MACHINE_OPTIONS.get(str(backend), ()) if isinstance(block, Mapping) and n in block]
+    if names:
+        from components.embedders.infinity_server import DEFAULT_VENV, VENV_VARIABLE
+
+        raise ValueError(
+            f"backend_configs.{names[0]} {str(block[names[0]])[:80]!r} names a program to run, which an index never "
+            f"does: the Infinity server runs from ${VENV_VARIABLE} (default {DEFAULT_VENV}); rebuild the index"
+        )
 
 
 def bm25_lang(block: Mapping[str, Any]) -> str:

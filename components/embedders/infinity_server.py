@@ -1,8 +1,12 @@
 """A managed `infinity_emb v2` server: started from its own Python environment, never outliving this process.
 
 infinity-emb cannot share an environment with this stack (it pins numpy<2 and sentence-transformers<4), so the
-seed's `infinity` backend runs the Infinity engine as a server process from another venv (`.venv-infinity` by
-default) and talks to it over its OpenAI-compatible `/embeddings` route.
+seed's `infinity` backend runs the Infinity engine as a server process from another venv and talks to it over its
+OpenAI-compatible `/embeddings` route. Which venv is the user's choice, never an index's: the `infinity_venv`
+they pass (Python code, their parameter.yaml when building an index), else `$NEEDLE_INFINITY_VENV`, else
+`.venv-infinity`. An index manifest never records it and one that does is refused
+(`components.embedders.embedder_factory.MACHINE_OPTIONS`), so no file shipped inside an index can choose the
+program a search runs.
 
 How the server is kept from becoming an orphan: it is not started directly but through a small watchdog, this
 very file run as a script by the current interpreter (standard library only, so it starts in milliseconds):
@@ -47,10 +51,22 @@ GRACE_SECONDS = 10.0  # how long a server may take to shut down after SIGTERM
 LOG_TAIL_CHARS = 4000
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_VENV = ".venv-infinity"  # the components' default `infinity_venv`: `$NEEDLE_INFINITY_VENV` when it is set
+VENV_VARIABLE = "NEEDLE_INFINITY_VENV"
 
 
-class InfinityServerError(RuntimeError):
-    """The Infinity server could not be started: it exited, or did not become healthy before the deadline."""
+def default_venv() -> str:
+    """The venv a managed server runs from when none is chosen: `$NEEDLE_INFINITY_VENV`, else `.venv-infinity`."""
+    return os.environ.get(VENV_VARIABLE) or DEFAULT_VENV
+
+
+class InfinityServerError(RuntimeError, OSError):
+    """The Infinity server could not be started: it exited, or did not become healthy before the deadline.
+
+    An OSError too (a process that could not be brought up, like a failed exec), so callers that report
+    environment problems as one line -- the `needle` CLI among them -- report this one so, with the server's last
+    log lines, instead of a traceback; still a RuntimeError for callers that catch that.
+    """
 
 
 @dataclass(frozen=True)
@@ -61,7 +77,7 @@ class InfinitySettings:
     """
 
     model_name_or_path: str
-    infinity_venv: str = ".venv-infinity"
+    infinity_venv: str = DEFAULT_VENV
     bettertransformer: bool = False
     pooling_method: str = "auto"
     model_warmup: bool = False
@@ -70,12 +86,13 @@ class InfinitySettings:
     device: str = "auto"
 
     def executable(self) -> Path:
-        """`infinity_emb` in `infinity_venv`: a relative venv is looked up in the current directory, then in the
-        project checkout (where `make test` creates `.venv-infinity`).
+        """`infinity_emb` in `infinity_venv` (the default one: `default_venv()`): a relative venv is looked up in
+        the current directory, then in the project checkout (where `make test` creates `.venv-infinity`).
 
         :raises ValueError: No `infinity_emb` there; the message names `infinity_venv` and how to create it.
         """
-        venv = Path(self.infinity_venv).expanduser()
+        chosen = default_venv() if self.infinity_venv == DEFAULT_VENV else self.infinity_venv
+        venv = Path(chosen).expanduser()
         candidates = [venv] if venv.is_absolute() else [Path.cwd() / venv, PROJECT_ROOT / venv]
         for candidate in candidates:
             if (candidate / "bin" / "infinity_emb").is_file():

@@ -9,9 +9,15 @@ A save writes a complete new generation under a ``.partial`` name, fsyncs every 
 renames it to its final name, then switches ``CURRENT`` with ``os.replace`` (atomic on POSIX) and only then
 removes older generations and leftovers of interrupted saves. A process killed at any point therefore leaves
 either the previous generation or the new one as ``CURRENT``, never a half-written one. The manifest records
-the size of every file so that later damage (a truncated copy) is reported with the file's name instead of
-loading garbage. What goes into a generation is the store's business: it passes a writer that fills the
-directory, and reads the files back itself from the directory this module finds.
+the size and the sha256 of every file it owns (``components.stores.file_digests``), and for every store saved
+inside it (a sub-directory with its own ``CURRENT``, as an index generation holds ``dense/`` and ``bm25/``) the
+generation that store had and the sha256 of that generation's manifest, which in turn records the digests of
+that store's files: one digest at the top covers every byte of the index. Reading a manifest checks what costs
+nothing (sizes, that no file and no generation is a symbolic link, the stores' generations and manifests); the
+files' bytes are checked when a store opens the generation, before it loads any (``verify_all``, ``verified``),
+so damage or tampering is reported with the file's name instead of loading garbage. What goes into a
+generation is the store's business: it passes a writer that fills the directory, and reads the files back
+itself from the directory this module finds.
 """
 
 import json
@@ -27,9 +33,14 @@ from typing import Any
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.directory_lock import LOCK_FILE
+from components.stores.file_digests import DIGESTS, SHA256, check_relative, sha256_file, verified, verify_all
+
+__all__ = ["DIGESTS", "MANIFEST", "POINTER", "STORES", "Generations", "load_json", "verified", "verify_all"]
 
 POINTER = "CURRENT"
 MANIFEST = "manifest.json"
+STORES = "stores"  # manifest key: {sub-directory: {"generation", "manifest_sha256"}} of the stores saved inside
+_UNOWNED = (LOCK_FILE, f"{POINTER}.tmp")  # files in a generation that are not part of its content (_owned)
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,8 @@ class Generations:
         if not root.is_dir():
             raise DocumentStoreError(f"{root}: the {self.kind} path exists but is not a directory")
         pointer = root / POINTER
+        if pointer.is_symlink():
+            raise DocumentStoreError(f"{pointer}: a symbolic link, not the {self.kind}'s own pointer file")
         if not pointer.is_file():
             self._check_pointerless(root)
             return None
@@ -72,9 +85,14 @@ class Generations:
             raise DocumentStoreError(
                 f"{pointer}: corrupted, expected a generation name like {self._name(1)!r}, got {name[:40]!r}"
             )
-        if not (root / name).is_dir():
-            raise DocumentStoreError(f"{root / name}: missing, although {pointer} names it as the live generation")
-        return root / name
+        live = root / name
+        if live.is_symlink():
+            raise DocumentStoreError(
+                f"{live}: a symbolic link, not a generation directory of its own (it may be another index's)"
+            )
+        if not live.is_dir():
+            raise DocumentStoreError(f"{live}: missing, although {pointer} names it as the live generation")
+        return live
 
     def read_current(self, root: Path) -> tuple[Path, dict[str, Any]] | None:
         """The live generation of the store at ``root`` and its checked manifest, or ``None`` when none is saved."""
@@ -82,9 +100,20 @@ class Generations:
         return None if generation is None else (generation, self.read_manifest(generation))
 
     def read_manifest(self, generation: Path) -> dict[str, Any]:
-        """Read a generation's manifest; check its stamp and that every listed file has its recorded size."""
+        """
+        Read a generation's manifest and check what costs no reading of data: its stamp; that every file it lists
+        is a regular file (no symbolic link on the way) of the recorded size, with a recorded sha256; and that every
+        store saved inside it still has the generation and manifest it had when this one was written. The bytes
+        of each file are checked when a store loads it (``verified``).
+
+        :raises DocumentStoreError: one line naming the file at fault; a manifest without digests (written before
+            they were recorded) is refused too, since accepting one would let anybody turn the check off by
+            deleting them.
+        """
         path = generation / MANIFEST
-        if not path.is_file():
+        if generation.is_symlink():
+            raise DocumentStoreError(f"{generation}: a symbolic link, not a generation directory of its own")
+        if not path.is_file() or path.is_symlink():
             raise DocumentStoreError(f"{path}: missing; the generation named by {POINTER} is incomplete")
         manifest = load_json(path)
         if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
@@ -93,12 +122,10 @@ class Generations:
             if manifest.get(key) != expected:
                 got = manifest.get(key)
                 raise DocumentStoreError(f"{path}: {key} {got!r} is not supported (expected {expected!r})")
+        _check_digest_record(path, manifest)
         for name, size in manifest["files"].items():
-            file = generation / name
-            if not file.is_file():
-                raise DocumentStoreError(f"{file}: missing (listed in {path})")
-            if file.stat().st_size != size:
-                raise DocumentStoreError(f"{file}: corrupted, {file.stat().st_size} bytes where {path} records {size}")
+            _check_file(generation, path, name, size)
+        _check_stores(generation, path, manifest.get(STORES, {}))
         return manifest
 
     def write(self, root: Path, writer: Callable[[Path], dict[str, Any]]) -> Path:
@@ -135,12 +162,18 @@ class Generations:
         return final
 
     def _fill(self, partial: Path, writer: Callable[[Path], dict[str, Any]]) -> None:
-        """Let ``writer`` fill ``partial``, then add the manifest (stamp, id, file sizes) and fsync everything."""
+        """Let ``writer`` fill ``partial``, then add the manifest (stamp, id, sizes and sha256 of the files it owns,
+        the stores inside it) and fsync everything."""
         manifest = {**self.stamp, **writer(partial), "generation_id": uuid.uuid4().hex}
-        manifest["files"] = {p.name: p.stat().st_size for p in sorted(partial.iterdir()) if p.is_file()}
+        owned, directories = _owned(partial)
+        manifest["files"] = {name: (partial / name).stat().st_size for name in owned}
+        manifest[DIGESTS] = {name: sha256_file(partial / name) for name in owned}
+        stores = {d.name: _store_record(d) for d in sorted(partial.iterdir()) if _is_store(d)}
+        if stores:
+            manifest[STORES] = stores
         (partial / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
-        for file in partial.iterdir():
-            _fsync(file)
+        for entry in [*(partial / name for name in owned), partial / MANIFEST, *partial.iterdir(), *directories]:
+            _fsync(entry)
         _fsync(partial)
 
     def remove_stale(self, root: Path, live: str) -> None:
@@ -179,6 +212,92 @@ class Generations:
     def _match(self, name: str) -> re.Match[str] | None:
         """Match a generation directory name (final or ``.partial``) of this layout's width."""
         return re.fullmatch(rf"gen-(\d{{{self.digits}}})(\.partial)?", name)
+
+
+def _owned(directory: Path, prefix: str = "") -> tuple[list[str], list[Path]]:
+    """The files a new generation owns (relative paths, sorted), and its sub-directories to fsync; a store saved
+    inside it (``_is_store``) owns its own files and is recorded by ``_store_record`` instead. Lock files (a
+    database's own too) and pointers being written change while the generation is live, so they are not its."""
+    files: list[str] = []
+    directories: list[Path] = []
+    for entry in sorted(directory.iterdir()):
+        name = f"{prefix}{entry.name}"
+        if entry.is_symlink():
+            raise DocumentStoreError(f"{entry}: a symbolic link in a generation being written; it holds files only")
+        if entry.is_dir() and not _is_store(entry):
+            inner, deeper = _owned(entry, f"{name}/")
+            files, directories = files + inner, [*directories, entry, *deeper]
+        elif entry.is_file() and name != MANIFEST and entry.name not in _UNOWNED:
+            files.append(name)
+    return files, directories
+
+
+def _is_store(directory: Path) -> bool:
+    """Whether DIRECTORY is a store saved in generations of its own (it has a ``CURRENT`` pointer)."""
+    return directory.is_dir() and not directory.is_symlink() and (directory / POINTER).is_file()
+
+
+def _store_record(store: Path) -> dict[str, str]:
+    """What a generation records of a store saved inside it: its live generation and that one's manifest digest."""
+    name = (store / POINTER).read_text(encoding="utf-8").strip()
+    return {"generation": name, "manifest_sha256": sha256_file(store / name / MANIFEST)}
+
+
+def _check_digest_record(path: Path, manifest: dict[str, Any]) -> None:
+    """The manifest at PATH records one sha256 (64 lowercase hex digits) per listed file, and no other."""
+    digests = manifest.get(DIGESTS)
+    if digests is None:
+        raise DocumentStoreError(
+            f"{path}: records no sha256 of its files (written by a version that did not record them), so its "
+            "bytes cannot be verified: build it again"
+        )
+    if (
+        not isinstance(digests, dict)
+        or set(digests) != set(manifest["files"])
+        or not all(isinstance(d, str) and SHA256.fullmatch(d) for d in digests.values())
+    ):
+        raise DocumentStoreError(f"{path}: corrupted, its {DIGESTS!r} entry must give one digest per listed file")
+
+
+def _check_file(generation: Path, manifest: Path, name: Any, size: Any) -> None:
+    """GENERATION/NAME is a regular file of SIZE bytes, reached without a symbolic link."""
+    file = generation / check_relative(name, manifest)
+    for part in [*reversed(file.relative_to(generation).parents[:-1]), Path(name)]:
+        if (generation / part).is_symlink():
+            raise DocumentStoreError(f"{generation / part}: a symbolic link, where {manifest} lists a file of its own")
+    if not file.is_file():
+        raise DocumentStoreError(f"{file}: missing (listed in {manifest})")
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise DocumentStoreError(f"{manifest}: corrupted, the size of {name} must be a count, got {size!r}")
+    if file.stat().st_size != size:
+        raise DocumentStoreError(f"{file}: corrupted, {file.stat().st_size} bytes where {manifest} records {size}")
+
+
+def _check_stores(generation: Path, manifest: Path, stores: Any) -> None:
+    """Every store recorded in the manifest still has the generation and the manifest it had when it was written."""
+    if not isinstance(stores, dict):
+        raise DocumentStoreError(f"{manifest}: corrupted, its {STORES!r} entry must be an object")
+    for name, record in stores.items():
+        store = generation / check_relative(name, manifest)
+        if not isinstance(record, dict) or not isinstance(record.get("generation"), str):
+            raise DocumentStoreError(f"{manifest}: corrupted, {STORES}.{name} must name a generation")
+        if store.is_symlink() or (store / POINTER).is_symlink():
+            raise DocumentStoreError(f"{store}: a symbolic link, where {manifest} records a store of its own")
+        if not (store / POINTER).is_file():
+            raise DocumentStoreError(f"{store}: missing, or not a store any more (listed in {manifest})")
+        live = (store / POINTER).read_text(encoding="utf-8", errors="replace").strip()
+        if "/" in live or live in ("", ".", ".."):
+            raise DocumentStoreError(f"{store / POINTER}: corrupted, expected a generation name, got {live[:40]!r}")
+        if live != record["generation"]:
+            raise DocumentStoreError(
+                f"{store / POINTER}: names {live[:40]!r}, but {manifest} records {record['generation']!r}: the store "
+                "was changed after this generation was written"
+            )
+        if (store / live).is_symlink():
+            raise DocumentStoreError(f"{store / live}: a symbolic link, not a generation directory of its own")
+        inner = store / live / MANIFEST
+        if not inner.is_file() or inner.is_symlink() or sha256_file(inner) != record.get("manifest_sha256"):
+            raise DocumentStoreError(f"{inner}: missing or changed since {manifest} was written (sha256 differs)")
 
 
 def load_json(path: Path) -> Any:

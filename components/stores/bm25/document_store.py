@@ -18,7 +18,8 @@ from components.stores.bm25.generation_files import document_table, write_genera
 from components.stores.bm25.index import BM25Index, IndexState
 from components.stores.bm25.persistence import GENERATIONS, MANIFEST
 from components.stores.bm25.searches import BM25Searches
-from components.stores.bm25.segments import BM25Params, MainSegment
+from components.stores.bm25.segment_files import load_main_segment
+from components.stores.bm25.segments import BM25Params
 from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init
 from components.stores.bm25.tokenizers import BM25Tokenizer, TokenizerSetting
 from components.stores.document_checks import check_document_list, check_meta_storable
@@ -41,6 +42,10 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
     the save: ``components.stores.bm25.spill``); a loaded store reads them from its directory as hits need
     them, or from the FAISS store at ``document_store_path`` so that both indexes share one copy of the corpus.
     Every public method has an ``*_async`` twin.
+
+    A corpus without a single indexable word (stopwords only, or text the tokenizer drops entirely) is valid: its
+    index has an empty vocabulary, builds, saves, loads and warms up, and every query answers no hits (so a hybrid
+    search answers with its dense hits alone).
     """
 
     def __init__(
@@ -295,7 +300,8 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
         if vocab is not None:
             index.install(main, vocab)
         if main is not None and self._settings["document_store_path"] is None:
-            self._documents.use_table(JsonlDocumentTable(generation, main.ids))
+            manifest = GENERATIONS.read_manifest(generation)  # its files were hashed as written: not hashed again
+            self._documents.use_table(JsonlDocumentTable(generation, manifest, main.ids))
 
     def _checkpoint(self) -> tuple[IndexState, DocumentsState]:
         """The in-memory state a failed transaction returns to."""
@@ -339,9 +345,9 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
         params = BM25Params(settings["method"], settings["k1"], settings["b"], settings["delta"], self.backend)
         main = None
         if found is not None and found[1]["documents"]:
-            generation = found[0]
-            main = MainSegment.load(generation, params)
-            self._documents.use_table(document_table(settings["document_store_path"], generation, main.ids))
+            generation, manifest = found
+            main = load_main_segment(generation, manifest, params)
+            self._documents.use_table(document_table(settings["document_store_path"], generation, manifest, main.ids))
         if self.path:
             self._writer.seen(Path(self.path), found)
             if not self.autosave:  # saved once at the end (a streamed build): written documents wait on disk

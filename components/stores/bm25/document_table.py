@@ -10,7 +10,7 @@ ids and read documents from that store's saved generation (``document_store_path
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -18,7 +18,7 @@ import numpy as np
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.stores.bm25.persistence import load_array
+from components.stores.bm25.persistence import check_offsets, load_array, verified
 from components.stores.document_checks import document_dict, encode_document
 from components.stores.hits import text_document
 from components.stores.recent_documents import RecentDocuments
@@ -82,15 +82,16 @@ class JsonlDocumentTable:
     """Documents saved beside the index: ``documents.jsonl`` read line by line through its offsets; the last ones
     read stay decoded (``components.stores.recent_documents``: a repeated hit costs a dict lookup, not a read)."""
 
-    def __init__(self, directory: Path, ids: list[str]) -> None:
-        """Open the file of a generation whose rows hold ``ids``; checks that the offsets match the rows."""
-        self.path = directory / DOCUMENTS
-        self._offsets = load_array(directory / OFFSETS, "i")
-        if len(self._offsets) != len(ids) + 1 or int(self._offsets[-1]) != self.path.stat().st_size:
+    def __init__(self, directory: Path, manifest: Mapping[str, Any], ids: list[str]) -> None:
+        """Open the file of a generation whose rows hold ``ids``, both files verified against its ``manifest``
+        (their sha256, hashed now); checks that the offsets match the rows and the file."""
+        self.path = verified(directory, manifest, DOCUMENTS)
+        self._offsets = load_array(verified(directory, manifest, OFFSETS), "int64")
+        if len(self._offsets) != len(ids) + 1:
             raise DocumentStoreError(
-                f"{directory / OFFSETS}: corrupted, {len(self._offsets)} offsets ending at {int(self._offsets[-1])} "
-                f"for {len(ids)} documents in {self.path} ({self.path.stat().st_size} bytes)"
+                f"{directory / OFFSETS}: corrupted, {len(self._offsets)} offsets for {len(ids)} documents"
             )
+        check_offsets(self._offsets, directory / OFFSETS, end=self.path.stat().st_size)
         self._row = {doc_id: row for row, doc_id in enumerate(ids)}
         self._fd = os.open(self.path, os.O_RDONLY)
         self._recent = RecentDocuments()

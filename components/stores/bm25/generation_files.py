@@ -1,6 +1,6 @@
 """What a BM25 store writes into a generation directory, and where a loaded one reads its documents from."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,10 +46,11 @@ def batched(lines: Callable[[list[str]], list[bytes]], ids: list[str]) -> Iterat
         yield from lines(ids[start : start + SAVE_BATCH])
 
 
-def document_table(shared: str | None, generation: Path, ids: list[str]) -> DocumentTable:
-    """Where saved documents are read: the sibling FAISS store's live generation, or this generation's own file."""
+def document_table(shared: str | None, generation: Path, manifest: Mapping[str, Any], ids: list[str]) -> DocumentTable:
+    """Where saved documents are read: the sibling FAISS store's live generation, or this generation's own file
+    (verified against the generation's MANIFEST)."""
     if shared is None:
-        return JsonlDocumentTable(generation, ids)
+        return JsonlDocumentTable(generation, manifest, ids)
     from components.stores.faiss.shared_documents import SavedDocuments
 
     return SavedDocuments(shared)

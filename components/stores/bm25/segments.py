@@ -8,17 +8,16 @@ statistics of main + delta, and which is cheap to rebuild because it stays a sma
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
 import numpy as np
-from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25 import scoring as bm25_scoring
 from components.stores.bm25.matrix import build_bm25
 from components.stores.bm25.numba_search import NumbaScorer
-from components.stores.bm25.persistence import load_array, load_json
 
 # A main-segment hit must beat the score of a document that matches no query term (zero, except for
 # BM25L/BM25+ whose missing terms still weigh something) by this relative margin, to absorb float32 rounding.
@@ -43,11 +42,18 @@ class BM25Params:
 class MainSegment:
     """Documents indexed by one bm25s build: fixed rows, optionally memory-mapped from a saved index."""
 
-    def __init__(self, bm25: bm25s.BM25, ids: list[str], tokens: np.ndarray, offsets: np.ndarray) -> None:
-        """Wrap a built or loaded bm25s index with the document id and term ids of each of its rows."""
+    def __init__(
+        self, bm25: bm25s.BM25, ids: list[str], tokens: np.ndarray | Callable[[], np.ndarray], offsets: np.ndarray
+    ) -> None:
+        """Wrap a built or loaded bm25s index with the document id and term ids of each of its rows.
+
+        :param tokens: the term ids, or (a loaded segment) a function that reads and checks them on first use:
+            searches never need them, compactions and saves do (``components.stores.bm25.segment_files``).
+        """
         self.bm25 = bm25
         self.ids = ids
-        self.tokens = tokens
+        self._tokens = tokens if isinstance(tokens, np.ndarray) else None
+        self._read_tokens = None if isinstance(tokens, np.ndarray) else tokens
         self.offsets = offsets
         indptr = bm25.scores["indptr"]
         self.vocab_size = len(indptr) - 1
@@ -71,6 +77,14 @@ class MainSegment:
         bm25 = build_bm25(tokens, offsets, vocab, params.method, params.k1, params.b, params.delta)
         bm25.backend = params.backend
         return cls(bm25, list(ids), tokens, offsets)
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """Every row's term ids, concatenated (row i: ``tokens[offsets[i]:offsets[i + 1]]``)."""
+        if self._tokens is None:
+            assert self._read_tokens is not None
+            self._tokens = self._read_tokens()
+        return self._tokens
 
     @property
     def n_docs(self) -> int:
@@ -122,42 +136,6 @@ class MainSegment:
         (directory / "ids.json").write_text(json.dumps(self.ids, ensure_ascii=False), encoding="utf-8")
         np.save(directory / "tokens.npy", np.asarray(self.tokens))
         np.save(directory / "token_offsets.npy", np.asarray(self.offsets))
-
-    @classmethod
-    def load(cls, directory: Path, params: BM25Params) -> "MainSegment":
-        """Open a saved segment memory-mapped; every file is checked first so an error names the bad one."""
-        for name, kind in (("data.csc.index.npy", "f"), ("indices.csc.index.npy", "i"), ("indptr.csc.index.npy", "i")):
-            load_array(directory / name, kind)
-        vocab = load_json(directory / "vocab.index.json")
-        load_json(directory / "params.index.json")
-        try:
-            bm25 = bm25s.BM25.load(directory, mmap=True, load_vocab=False, show_progress=False, backend=params.backend)
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            raise DocumentStoreError(f"{directory}: bm25s cannot load its index files ({exc})") from exc
-        bm25.vocab_dict = vocab
-        bm25.unique_token_ids_set = set(vocab.values())
-        ids = load_json(directory / "ids.json")
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise DocumentStoreError(f"{directory / 'ids.json'}: corrupted, expected a JSON list of document ids")
-        tokens, offsets = load_array(directory / "tokens.npy", "i"), load_array(directory / "token_offsets.npy", "i")
-        segment = cls(bm25, ids, tokens, offsets)
-        segment._check_consistency(directory, len(vocab))
-        return segment
-
-    def _check_consistency(self, directory: Path, vocab_size: int) -> None:
-        """Cross-check the sizes of the loaded files; a mismatch means one of them is damaged."""
-        scores = self.bm25.scores
-        problems = {
-            "ids.json": len(self.ids) != scores["num_docs"],
-            "token_offsets.npy": len(self.offsets) != len(self.ids) + 1 or int(self.offsets[-1]) != len(self.tokens),
-            "indptr.csc.index.npy": self.vocab_size != vocab_size or int(scores["indptr"][-1]) != len(scores["data"]),
-            "indices.csc.index.npy": len(scores["indices"]) != len(scores["data"]),
-        }
-        for name, broken in problems.items():
-            if broken:
-                raise DocumentStoreError(
-                    f"{directory / name}: corrupted, its size disagrees with the rest of the index"
-                )
 
 
 class DeltaSegment:

@@ -13,7 +13,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from components.checks import check_filters
 from components.stores.async_twins import DocumentStoreAsyncTwins
-from components.stores.crash_safe_generations import MANIFEST
+from components.stores.crash_safe_generations import MANIFEST, verified, verify_all
 from components.stores.document_checks import check_document_list, check_meta_storable, encode_document
 from components.stores.faiss.checks import (
     FORMAT,
@@ -25,6 +25,7 @@ from components.stores.faiss.checks import (
 )
 from components.stores.faiss.disk_document_table import DiskDocumentTable
 from components.stores.faiss.row_writes import RowWrites
+from components.stores.faiss.saved_files import check_rows
 from components.stores.faiss.searches import FAISSSearches
 from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
@@ -302,14 +303,19 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
         """Load a saved generation into this store; returns its document table."""
         settings = {"metric": self.metric, "index_factory": self.index_factory, "embedding_dim": self.embedding_dim}
         check_manifest(manifest, generation / MANIFEST, settings)
-        table = SQLiteDocumentTable.load_from(generation / DOCUMENTS_FILE)
+        verify_all(generation, manifest)  # every file's sha256, before SQLite or FAISS reads one
+        documents = verified(generation, manifest, DOCUMENTS_FILE)
+        table = SQLiteDocumentTable.load_from(documents)
         vectors = None
         if manifest["vectors"] is not None:
             vectors = FAISSVectorIndex.read(
-                generation, self.metric, self.index_chunk_size, self.index_use_gpu, self.search_params
+                generation, manifest, self.metric, self.index_chunk_size, self.index_use_gpu, self.search_params
             )
         if len(table) != manifest["documents"] or (vectors.ntotal if vectors else None) != manifest["vectors"]:
             raise DocumentStoreError(f"{generation / MANIFEST}: counts disagree with the saved index and documents")
+        check_rows(np.array(table.filter_rows(None), dtype=np.int64), documents, manifest["next_row"], "rows")
+        if manifest["embedding_dim"] is not None:
+            table.check_embedding_size(manifest["embedding_dim"], documents)
         self._table, self._vectors = table, vectors
         self._info, self._next_row = manifest["info"], manifest["next_row"]
         self.embedding_dim = manifest["embedding_dim"]

@@ -21,7 +21,7 @@ from typing import cast
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.stores.crash_safe_generations import Generations
+from components.stores.crash_safe_generations import Generations, verified
 from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded
 from components.stores.recent_documents import RecentDocuments
 
@@ -49,16 +49,17 @@ class SavedDocuments:
 
     def __init__(self, store_path: str) -> None:
         """
-        Open the live generation's document file (read-only; the generation stays readable after a newer save).
+        Open the live generation's document file (read-only; the generation stays readable after a newer save),
+        once its bytes are verified against the generation's manifest (sha256).
 
-        :raises DocumentStoreError: If ``store_path`` holds no saved FAISS store, naming it.
+        :raises DocumentStoreError: If ``store_path`` holds no saved FAISS store, or its file was changed, naming it.
         """
         self.path = store_path
-        generation = FAISS_GENERATIONS.current(Path(store_path))
-        if generation is None:
+        found = FAISS_GENERATIONS.read_current(Path(store_path))
+        if found is None:
             raise DocumentStoreError(f"{store_path}: no saved FAISS store there (document_store_path)")
-        self._generation = generation.resolve()
-        file = self._generation / DOCUMENTS_FILE
+        self._generation = found[0].resolve()
+        file = verified(self._generation, found[1], DOCUMENTS_FILE)  # hashed once per process (file_digests)
         try:
             self._db = sqlite3.connect(f"{file.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
             self._db.execute("SELECT count(*) FROM documents").fetchone()  # opens the file now

@@ -180,6 +180,13 @@ class SQLiteDocumentTable:
         finally:
             target.close()
 
+    def check_embedding_size(self, dim: int, path: Path) -> None:
+        """Every stored embedding holds ``dim`` float32 values; else DocumentStoreError naming the file (PATH)."""
+        query = "SELECT row FROM documents WHERE embedding IS NOT NULL AND length(embedding) != ? LIMIT 1"
+        bad = self._db.execute(query, (4 * dim,)).fetchone()
+        if bad is not None:
+            raise DocumentStoreError(f"{path}: corrupted, row {bad[0]} holds an embedding of another size than {dim}")
+
     @classmethod
     def load_from(cls, path: Path) -> "SQLiteDocumentTable":
         """Read a table saved by ``save_to``; raises DocumentStoreError naming the file when it is damaged."""

@@ -16,12 +16,15 @@ copies) or, for ``l2``, the negated squared Euclidean distance.
 """
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
 import faiss
 import numpy as np
-from haystack.document_stores.errors import DocumentStoreError
+
+from components.stores.crash_safe_generations import verified
+from components.stores.faiss.saved_files import check_index, load_tombstones, read_index
 
 logger = logging.getLogger(__name__)
 
@@ -212,17 +215,21 @@ class FAISSVectorIndex:
         np.save(directory / TOMBSTONES_FILE, np.array(sorted(self._tombstones), dtype=np.int64))
 
     @classmethod
-    def read(cls, directory: Path, metric: str, chunk_size: int, use_gpu: bool, params: dict[str, Any] | None) -> Self:
-        """Read what ``write`` wrote; raises DocumentStoreError naming the damaged file."""
-        path = directory / VECTORS_FILE
-        try:
-            index = faiss.read_index(str(path))
-        except RuntimeError as exc:
-            raise DocumentStoreError(f"{path}: corrupted FAISS index ({str(exc).splitlines()[0]})") from exc
-        try:
-            tombstones = np.load(directory / TOMBSTONES_FILE)
-        except (OSError, ValueError) as exc:
-            raise DocumentStoreError(f"{directory / TOMBSTONES_FILE}: corrupted ({exc})") from exc
+    def read(
+        cls,
+        directory: Path,
+        manifest: Mapping[str, Any],
+        metric: str,
+        chunk_size: int,
+        use_gpu: bool,
+        params: dict[str, Any] | None,
+    ) -> Self:
+        """Read what ``write`` wrote into a saved generation, each file verified against its ``manifest`` (sha256)
+        and checked (``saved_files``) before FAISS uses it; raises DocumentStoreError naming the file at fault."""
+        path = verified(directory, manifest, VECTORS_FILE)
+        index = read_index(path)
+        check_index(index, path, metric, manifest)
+        tombstones = load_tombstones(verified(directory, manifest, TOMBSTONES_FILE), manifest, index.ntotal)
         for name, value in (params or {}).items():
             faiss.ParameterSpace().set_index_parameter(index, name, value)
         return cls(index, metric, chunk_size, use_gpu, tombstones)
