@@ -2,8 +2,13 @@
 
 The file is data: it is parsed with `yaml.safe_load`, every key is checked against UltraRAG HEAD's key list, and
 each key is honoured or mapped to its meaning here; a key or value needle cannot honour is an error naming the
-file, the key and what is allowed, never silently dropped. Paths in it (`corpus_path`, `embedding_path`,
-`index_path`, `save_path`, a Milvus Lite `uri`) are relative to the file's own directory.
+file, the key and what is allowed, never silently dropped. Values are typed as YAML 1.2 types them, in every block
+whether chosen or not: a boolean is `true` or `false` (a quoted "false" is an error naming the file and the key
+path, e.g. `backend_configs.sentence_transformers.trust_remote_code`, never a truthy string), a number is not
+quoted, a block is a mapping or null; unknown keys are all named, whatever their type.
+
+Paths in it (`corpus_path`, `embedding_path`, `index_path`, `save_path`, a Milvus Lite `uri`) are relative to the
+file's own directory.
 
 Where things go: the chosen backend's path *is* the index directory (what `needle search DIR` takes) -- bm25
 `save_path`, faiss `index_path`, a Milvus Lite `uri`; for a Milvus server, `milvus_<collection_name>` beside
@@ -47,7 +52,16 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from haystack.utils import Secret
 
-from components.embedders.embedder_factory import OPTIONS, EmbedderSpec, check_options, embedder_spec
+from components.embedders.embedder_factory import (
+    OPTIONAL_STRING,
+    OPTIONS,
+    EmbedderSpec,
+    OptionType,
+    check_block,
+    check_options,
+    embedder_spec,
+    options_block,
+)
 from needle.backends import backend_name
 from needle.index_dir import DEFAULT_MODEL, IndexManifest
 from needle.index_generations import EMBEDDINGS, NeedleError
@@ -70,7 +84,11 @@ TOP_LEVEL = (
     "top_k", "gpu_ids", "query_instruction", "is_multimodal", "overwrite", "retrieve_thread_num", "retriever_url",
     "is_demo",
 )  # fmt: skip
-BLOCK_EXTRA = {"openai": ("api_key",), "bm25": ("save_path",)}  # read here, not by the factory
+# Keys of a backend block read here, not by the factory, and their types.
+BLOCK_EXTRA: dict[str, dict[str, OptionType]] = {
+    "openai": {"api_key": OPTIONAL_STRING},
+    "bm25": {"save_path": OPTIONAL_STRING},
+}
 KEY_VARIABLES = ["RETRIEVER_API_KEY", "OPENAI_API_KEY"]
 MAX_THREADS = 64  # the web search components' limit of retrieve_thread_num
 
@@ -221,22 +239,22 @@ def _checked(path: Path, data: dict[str, Any]) -> UltraRAGConfig:
     """The config of DATA (parsed from PATH); a ValueError names the key."""
     check_options("parameter file", data, TOP_LEVEL)
     base = path.resolve().parent
-    multimodal = _bool(data, "is_multimodal")
-    backend = "openai" if data.get("is_demo") else _string(data, "backend", "sentence_transformers")
-    index_backend = "milvus" if data.get("is_demo") else _string(data, "index_backend", "faiss")
+    multimodal, demo = _bool(data, "is_multimodal"), _bool(data, "is_demo")
+    backend = "openai" if demo else _string(data, "backend", "sentence_transformers")
+    index_backend = "milvus" if demo else _string(data, "index_backend", "faiss")
     if multimodal and (backend, index_backend) != ("sentence_transformers", "faiss"):
         raise ValueError(
             "is_multimodal: true needs backend sentence_transformers (a CLIP model) and index_backend faiss"
         )
     spec = _spec(data, backend)
-    stores = data.get("index_backend_configs") or {}
-    chosen = check_index_backend(index_backend, stores, data.get("collection_name"), spec.dense)
-    embedding = _path(base, data.get("embedding_path"))
+    stores = options_block("index_backend_configs", data.get("index_backend_configs"))
+    chosen = check_index_backend(index_backend, stores, _optional_string(data, "collection_name"), spec.dense)
+    embedding = _path(base, data, "embedding_path")
     if embedding is not None and embedding.suffix != ".npy":
         raise ValueError(f"embedding_path must end with .npy, got {data.get('embedding_path')!r}")
     return UltraRAGConfig(
         path=path,
-        corpus=_path(base, data.get("corpus_path")) or base / "corpus.jsonl",
+        corpus=_path(base, data, "corpus_path") or base / "corpus.jsonl",
         embedding_path=embedding if spec.dense else None,
         spec=spec,
         index_dir=_index_dir(base, data, backend, index_backend, chosen, embedding),
@@ -274,7 +292,7 @@ def _index_dir(
     if backend == "bm25":
         where = _bm25_dir(base, data)
     elif chosen.location is not None:
-        where = _path(base, chosen.location)
+        where = _resolved(base, chosen.location)
     elif index_backend == "milvus" and chosen.target.uri is not None and embedding is not None:
         where = embedding.parent / f"milvus_{chosen.target.collection or 'needle'}"
     else:
@@ -286,10 +304,10 @@ def _index_dir(
 
 def _bm25_dir(base: Path, data: dict[str, Any]) -> Path | None:
     """The BM25 index directory, `save_path`; refused when it is a dense index's path of the same file."""
-    where = _path(base, (data["backend_configs"].get("bm25") or {}).get("save_path"))
+    where = _path(base, data["backend_configs"].get("bm25") or {}, "save_path", "backend_configs.bm25.save_path")
     stores = data.get("index_backend_configs") or {}
     dense = [(stores.get("faiss") or {}).get("index_path"), (stores.get("milvus") or {}).get("uri")]
-    if where is not None and any(isinstance(p, str) and _path(base, p) == where for p in dense):
+    if where is not None and any(isinstance(p, str) and _resolved(base, p) == where for p in dense):
         raise ValueError(
             "backend_configs.bm25.save_path names a dense index's path too (faiss index_path or milvus uri): "
             "the BM25 index needs a directory of its own"
@@ -298,11 +316,13 @@ def _bm25_dir(base: Path, data: dict[str, Any]) -> Path | None:
 
 
 def _backend_block(data: dict[str, Any], backend: str) -> dict[str, Any]:
-    """Check every block of `backend_configs` for unknown keys; the chosen backend's block, factory keys only."""
-    configs = data.get("backend_configs") or {}
+    """Check every block of `backend_configs` (keys and their types); the chosen backend's block, factory keys
+    only."""
+    configs = options_block("backend_configs", data.get("backend_configs"))
     check_options("backend_configs", configs, tuple(OPTIONS))
-    for name, block in configs.items():
-        check_options(f"backend_configs.{name}", block or {}, OPTIONS[name] + BLOCK_EXTRA.get(name, ()))
+    for name in configs:
+        configs[name] = options_block(f"backend_configs.{name}", configs[name])
+        check_block(name, configs[name], BLOCK_EXTRA.get(name))
     data["backend_configs"] = configs
     block = dict(configs.get(backend) or {})
     for extra in BLOCK_EXTRA.get(backend, ()):
@@ -362,16 +382,23 @@ def _location_key(backend: str, index_backend: str, chosen: IndexBackend) -> str
     return "embedding_path" if chosen.target.uri is not None else "index_backend_configs.milvus.uri"
 
 
-def _path(base: Path, value: Any) -> Path | None:
-    """VALUE (a path in the file) resolved against the file's directory; None when absent."""
-    if value in (None, ""):
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"paths must be strings, got {value!r}")
-    return base / Path(value).expanduser()
+def _path(base: Path, data: Mapping[str, Any], key: str, shown: str | None = None) -> Path | None:
+    """DATA's KEY (a path in the file; SHOWN names it in errors, default KEY) resolved against the file's
+    directory; None when absent or empty."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{shown or key} must be a path (a string), got {value!r}")
+    return _resolved(base, value)
+
+
+def _resolved(base: Path, value: str | None) -> Path | None:
+    """VALUE, a path of the file already checked to be a string, resolved against the file's directory; None when
+    absent or empty."""
+    return base / Path(value).expanduser() if value else None
 
 
 def _string(data: dict[str, Any], key: str, default: str) -> str:
+    """DATA's string KEY; DEFAULT when absent or null."""
     value = data.get(key, default)
     if value is None:
         return default
@@ -380,7 +407,16 @@ def _string(data: dict[str, Any], key: str, default: str) -> str:
     return value
 
 
+def _optional_string(data: dict[str, Any], key: str) -> str | None:
+    """DATA's KEY: a string, or None when absent or null."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{key} must be a string or null, got {value!r}")
+    return value
+
+
 def _int(data: dict[str, Any], key: str, default: int, high: int | None = None) -> int:
+    """DATA's integer KEY (DEFAULT when absent), in [1, HIGH]; a bool or a quoted number is refused."""
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (high is not None and value > high):
         bound = f"an integer in [1, {high}]" if high is not None else "an integer >= 1"
@@ -389,6 +425,8 @@ def _int(data: dict[str, Any], key: str, default: int, high: int | None = None) 
 
 
 def _bool(data: dict[str, Any], key: str) -> bool:
+    """DATA's boolean KEY (false when absent): YAML's true or false only, so a quoted "false" is an error, not
+    a truthy string."""
     value = data.get(key, False)
     if not isinstance(value, bool):
         raise ValueError(f"{key} must be true or false, got {value!r}")

@@ -19,7 +19,16 @@ The store settings are recorded in the index (``needle.index_options``), so ever
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.embedders.embedder_factory import check_options
+from components.embedders.embedder_factory import (
+    OPTIONAL_BOOL,
+    OPTIONAL_INT,
+    OPTIONAL_MAPPING,
+    OPTIONAL_STRING,
+    OptionType,
+    check_options,
+    check_types,
+    options_block,
+)
 from components.stores.milvus.settings import MilvusSettings
 from needle.index_options import FAISS_SETTINGS, MILVUS_SETTINGS
 from needle.indexing import StoreChoice
@@ -31,6 +40,24 @@ FAISS_KEYS = (*FAISS_SETTINGS, "index_path")
 MILVUS_KEYS = ("uri", "token", "collection_name", "metric_type", *MILVUS_SETTINGS)
 METRIC = "IP"  # the metric of every needle Milvus collection (needle.milvus_index.store_params)
 SEARCH_PARAM_KEYS = ("metric_type", "params")
+# The type of every key of both blocks (null: the store's default, as UltraRAG leaves it out).
+TYPES: dict[str, dict[str, OptionType]] = {
+    "faiss": {"index_path": OPTIONAL_STRING, "index_chunk_size": OPTIONAL_INT, "index_use_gpu": OPTIONAL_BOOL},
+    "milvus": {
+        "uri": OPTIONAL_STRING,
+        "token": OPTIONAL_STRING,
+        "collection_name": OPTIONAL_STRING,
+        "metric_type": OPTIONAL_STRING,
+        "id_field_name": OPTIONAL_STRING,
+        "vector_field_name": OPTIONAL_STRING,
+        "text_field_name": OPTIONAL_STRING,
+        "id_max_length": OPTIONAL_INT,
+        "text_max_length": OPTIONAL_INT,
+        "index_params": OPTIONAL_MAPPING,
+        "search_params": OPTIONAL_MAPPING,
+        "index_chunk_size": OPTIONAL_INT,
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -49,16 +76,22 @@ class IndexBackend:
 def check_index_backend(index_backend: str, stores: Any, collection_name: Any, dense: bool) -> IndexBackend:
     """The store, its settings and the path that places the index, for INDEX_BACKEND and its block of STORES.
 
-    :raises ValueError: An unknown index backend, key, or a value needle's index cannot honour (naming it).
+    Both blocks are checked (keys and the types of their values), whichever is chosen.
+
+    :raises ValueError: An unknown index backend, key (all of them named), a value of the wrong type (naming its
+        key path), or a value needle's index cannot honour (naming it).
     """
     if index_backend not in INDEX_BACKENDS:
         raise ValueError(f"index_backend {index_backend!r} is not supported; choose one of {', '.join(INDEX_BACKENDS)}")
+    stores = options_block("index_backend_configs", stores)
     check_options("index_backend_configs", stores, INDEX_BACKENDS)
-    check_options("index_backend_configs.faiss", stores.get("faiss") or {}, FAISS_KEYS)
-    check_options("index_backend_configs.milvus", stores.get("milvus") or {}, MILVUS_KEYS)
+    blocks = {name: options_block(f"index_backend_configs.{name}", stores.get(name)) for name in INDEX_BACKENDS}
+    for name, keys in (("faiss", FAISS_KEYS), ("milvus", MILVUS_KEYS)):
+        check_options(f"index_backend_configs.{name}", blocks[name], keys)
+        check_types(f"index_backend_configs.{name}", blocks[name], TYPES[name])
     if not dense:
         return IndexBackend()  # bm25: no vector store; save_path places the index
-    block = dict(stores.get(index_backend) or {})
+    block = blocks[index_backend]
     if index_backend == "faiss":
         return _faiss(block)
     return _milvus(block, collection_name)

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 from haystack.utils import Secret
 
 from components.checks import check_base_url
-from components.embedders.embedder_factory import check_options
+from components.embedders.embedder_factory import (
+    OPTIONAL_BOOL,
+    OPTIONAL_STRING,
+    OptionType,
+    check_options,
+    check_types,
+    options_block,
+)
 from needle.ultrarag_keys import take_literal
 
 if TYPE_CHECKING:  # the components import their provider's SDK: only when a component is built
@@ -39,6 +46,14 @@ ZHIPUAI_ONLY = ("search_engine", "search_intent", "search_recency_filter", "cont
 KEYS = {"exa": COMMON_KEYS, "tavily": COMMON_KEYS, "zhipuai": (*COMMON_KEYS, "base_url", *ZHIPUAI_ONLY)}
 ZHIPUAI_ENDPOINT = "/web_search"
 MAX_TRIES = 11  # our components' 10 retries + the first try
+# The types of the keys passed on as they are (null: the component's default); the others are checked where mapped.
+TYPES: dict[str, OptionType] = {
+    "api_key": OPTIONAL_STRING,
+    "search_engine": OPTIONAL_STRING,
+    "search_intent": OPTIONAL_BOOL,
+    "search_recency_filter": OPTIONAL_STRING,
+    "content_size": OPTIONAL_STRING,
+}
 # exa-py's NESTED_CONTENTS_FIELDS: what `search_and_contents` (UltraRAG's call) nests under `contents`.
 EXA_CONTENTS = (
     "text", "summary", "highlights", "context", "subpages", "subpage_target", "livecrawl", "livecrawl_timeout",
@@ -68,9 +83,10 @@ def web_search_choice(backend: Any, configs: Any) -> WebSearchChoice:
     name = "tavily" if backend in (None, "") else backend
     if not isinstance(name, str) or name.lower() not in WEB_BACKENDS:
         raise ValueError(f"websearch_backend {backend!r} is not supported; choose one of {', '.join(WEB_BACKENDS)}")
-    configs = configs or {}
+    configs = options_block("websearch_backend_configs", configs)
     check_options("websearch_backend_configs", configs, WEB_BACKENDS)
-    options = {provider: _provider_options(provider, configs.get(provider) or {}) for provider in WEB_BACKENDS}
+    blocks = {p: options_block(f"websearch_backend_configs.{p}", configs.get(p)) for p in WEB_BACKENDS}
+    options = {provider: _provider_options(provider, blocks[provider]) for provider in WEB_BACKENDS}
     return WebSearchChoice(name.lower(), options)
 
 
@@ -78,6 +94,7 @@ def _provider_options(provider: str, block: Mapping[str, Any]) -> dict[str, Any]
     """The init parameters of PROVIDER's component from its block of the file."""
     where = f"websearch_backend_configs.{provider}"
     check_options(where, block, KEYS[provider])
+    check_types(where, block, TYPES)
     variable = KEY_VARIABLES[provider]
     take_literal(f"{where}.api_key", block.get("api_key"), variable)
     options: dict[str, Any] = {"api_key": Secret.from_env_var(variable, strict=False)}

@@ -42,12 +42,14 @@ class BM25Searches:
 
         With ``backend="numba"`` this also loads (or, the first time on this machine, compiles) the numba
         kernels, with and without a filter/deletion mask, instead of during the first queries; ``n_threads``
-        also starts the threads a batch search on that many threads uses.
+        also starts the threads a batch search on that many threads uses. An index without a single term (every
+        document only stopwords or characters the tokenizer drops) has nothing to compile for: it is ready as it
+        is, and every search on it answers no hits.
         """
         index = self._ready()
         self._tokenizer.warm_up()
         snapshot = index.snapshot()
-        if self.backend == "numba" and snapshot.main is not None:
+        if self.backend == "numba" and snapshot.main is not None and snapshot.vocab:
             query = [[next(iter(snapshot.vocab))]]
             everything = np.ones(snapshot.main.n_docs, dtype=bool)
             snapshot.search(query, 1, n_threads)
