@@ -11,7 +11,8 @@ Served as plain YAML files, Hayhooks 2.1 would skip them unless ``HAYSTACK_DESER
 directory, make every declared input required (a ``top_k`` input could not be optional), answer every error with
 a 500, and write ``.yml`` copies into the index.
 
-Each wrapper reads its generation's YAML file (an edit to the file is served), resolves the stores' relative paths
+Each wrapper reads its generation's YAML file, after checking the generation's own files against the sha256 its
+manifest records (an edited file fails the deployment, naming it), resolves the stores' relative paths
 against DIR, shares one store object per index part with the other wrappers of the process (the index is opened
 once, as `needle serve` does), warms up and answers a probe query at start-up (a broken part fails the deployment,
 not the first user's query). ``POST /<mode>_search/run`` takes ``{"query": ..., "top_k"?: ...}`` and answers
@@ -33,6 +34,7 @@ from pydantic import Field
 from components.checks import MAX_TOP_K
 from needle import pipeline_files as pf
 from needle.index_dir import HAYHOOKS_DIR
+from needle.index_generations import LAYOUT, verify_own_files
 from needle.serve_pipelines import PROBE_QUERY, SearchPlan, share_stores
 from needle.serve_run import check_request_query, run_search
 
@@ -66,6 +68,7 @@ class SearchPipelineWrapper(BasePipelineWrapper):  # type: ignore[misc]  # hayho
     def setup(self) -> None:
         """Build the generation's pipeline with its stores under DIR, warm it up and answer a probe query."""
         generation = served_generation()
+        verify_own_files(generation, LAYOUT.read_manifest(generation))  # the YAML is data someone may have edited
         path = generation / self.pipeline_file
         data = pf.rebased(yaml.safe_load(path.read_text(encoding="utf-8")), generation.parent)
         self.name = path.stem

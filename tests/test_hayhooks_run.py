@@ -49,12 +49,8 @@ def wait_until_answering(server: Server) -> None:
     pytest.fail(f"hayhooks run did not answer within {START_TIMEOUT_S:.0f}s:\n{server.output()[-3000:]}")
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """`hayhooks run` over a moved copy of the sample index, started from an unrelated directory; stopped after."""
-    index = tmp_path_factory.mktemp("moved") / "index"
-    shutil.copytree(sample_index(tmp_path_factory), index)
-    before = tree(index)
+def start_hayhooks(index: Path, tmp_path_factory: pytest.TempPathFactory) -> Server:
+    """`hayhooks run` over INDEX's live generation as README says, from an unrelated directory."""
     generation = (index / "CURRENT").read_text(encoding="utf-8").strip()
     port = free_port()
     command = [str(HAYHOOKS), "run", "--host", "127.0.0.1", "--port", str(port)]
@@ -65,8 +61,24 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             command, cwd=tmp_path_factory.mktemp("cwd"), env=server_env(), stdout=sink, stderr=subprocess.STDOUT
         )
     server = Server(process, "127.0.0.1", port, log)
+    wait_until_answering(server)
+    return server
+
+
+def moved_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the sample index in another directory."""
+    index = tmp_path_factory.mktemp("moved") / "index"
+    shutil.copytree(sample_index(tmp_path_factory), index)
+    return index
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`hayhooks run` over a moved copy of the sample index, started from an unrelated directory; stopped after."""
+    index = moved_copy(tmp_path_factory)
+    before = tree(index)
+    server = start_hayhooks(index, tmp_path_factory)
     try:
-        wait_until_answering(server)
         yield Served(server, index, before)
     finally:
         stop(server)
@@ -120,3 +132,17 @@ def test_bad_input_is_a_4xx_with_a_message(served: Served, name: str, body: dict
 def test_serving_writes_nothing_into_the_index(served: Served) -> None:
     assert hits(served, "bm25_search", {"query": QUERY})  # after serving queries, too
     assert tree(served.index) == served.tree_before
+
+
+def test_an_edited_pipeline_file_is_not_deployed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    index = moved_copy(tmp_path_factory)
+    generation = index / (index / "CURRENT").read_text(encoding="utf-8").strip()
+    edited = generation / "hybrid_search.yaml"
+    edited.write_text(edited.read_text(encoding="utf-8") + "# edited by someone else\n", encoding="utf-8")
+    server = start_hayhooks(index, tmp_path_factory)
+    try:
+        status = server.request("GET", "/status").json()
+    finally:
+        stop(server)
+    assert "hybrid_search" not in status["pipelines"]  # type: ignore[index]
+    assert "hybrid_search.yaml" in server.output()
