@@ -8,7 +8,9 @@ One rule per input, raising Haystack's exception types with a message that names
   else ``ValueError``. An empty query is an error in every mode: dense would return arbitrary neighbours of the
   empty string's vector and BM25 nothing, so neither answer means anything.
 - a batch of queries: a list whose every item passes the query rule, named ``queries[i]``; an empty list is
-  allowed (it has no answers).
+  allowed (it has no answers). A server takes at most ``MAX_QUERIES`` queries in one request and at most
+  ``MAX_PASSAGES`` (queries x ``top_k``) passages in one answer; past either it answers 413 (``needle serve``'s
+  ``/search`` and its MCP tools; the remote retrievers split larger batches into requests of ``MAX_QUERIES``).
 - filters: ``None``/``{}`` or a whole tree in Haystack's filter syntax (every node checked, at most 100 levels
   deep), else ``haystack.errors.FilterError`` naming the node, e.g. ``filters.conditions[1]``.
 - document text: valid Unicode, so a write never fails half-way on encoding.
@@ -22,6 +24,8 @@ from urllib.parse import urlsplit
 from haystack.errors import FilterError
 
 MAX_TOP_K = 10_000
+MAX_QUERIES = 10_000  # per request: a whole benchmark split (NQ test: 3,610; HotpotQA dev: 7,405) fits in one
+MAX_PASSAGES = 1_000_000  # queries x top_k per request: 10,000 queries at top_k 100
 MAX_QUERY_CHARS = 1_048_576
 MAX_FILTER_DEPTH = 100
 MAX_URL_CHARS = 2048

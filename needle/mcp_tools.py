@@ -15,7 +15,9 @@ UltraRAG's retriever *is* an MCP server; these are its query tools, with its par
 
 Passages are the ``contents`` text, as UltraRAG returns them. needle's own tools keep ids, scores and text:
 ``needle_<mode>_search(query, top_k?)`` -> ``{"documents": [{"id", "score", "content"}, ...]}`` (``needle search
---json``'s shape), one per served pipeline. A refused call is a tool error with the REST route's message.
+--json``'s shape), one per served pipeline. A refused call is a tool error with the REST route's message. One call
+takes at most ``MAX_QUERIES`` queries in all (``retriever_batch_search`` and ``retriever_batch_websearch``: summed
+over the lists) and asks for at most ``MAX_PASSAGES`` passages, as ``POST /search``: past it, a ``413:`` tool error.
 """
 
 import asyncio
@@ -32,7 +34,7 @@ from pydantic import BaseModel, Field
 from components.checks import MAX_TOP_K
 from needle.index_dir import as_hits
 from needle.serve_pipelines import ServedPipelines, one_line
-from needle.serve_run import check_request_query, run_search
+from needle.serve_run import check_batch_size, check_request_query, run_search
 from needle.serve_ultrarag import UltraRAGSearch, UltraRAGSearchRequest, check_search_request
 
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="passages per query")]
@@ -116,6 +118,14 @@ def texts(documents: list[Document]) -> list[str]:
     return [doc.content or "" for doc in documents]
 
 
+def check_count(count: int, top_k: int, name: str = "query_list") -> None:
+    """``check_batch_size`` as a tool error: ``413: ...`` past MAX_QUERIES queries or MAX_PASSAGES passages."""
+    try:
+        check_batch_size(count, top_k, name)
+    except HTTPException as error:
+        raise ToolError(f"{error.status_code}: {error.detail}") from None
+
+
 def as_list(queries: list[str] | str) -> list[str]:
     """The seed's tools take one string as a list of one; an empty list is refused."""
     listed = [queries] if isinstance(queries, str) else list(queries)
@@ -141,6 +151,7 @@ def add_search_tools(server: MCPServer, index: IndexTools) -> None:
         collection_name: Collection = "",
     ) -> BatchPassages:
         """``retriever_search`` for each list of queries, all in one batch; an empty list gets an empty answer."""
+        check_count(max(len(batch_query_list), sum(map(len, batch_query_list))), top_k, "batch_query_list")
         flat = [query for queries in batch_query_list for query in queries]
         found = await index.passages(None, flat, top_k, query_instruction, collection_name) if flat else []
         answers, start = [], 0

@@ -8,6 +8,10 @@ providers' key variables (``EXA_API_KEY``, ``TAVILY_API_KEY``, ``ZHIPUAI_API_KEY
 
 A caller's ``websearch_backend_configs`` can name an endpoint and a key, so over HTTP (``needle serve``) only an
 empty one is taken; on stdio (``needle mcp``) the launcher is trusted and its configs go over the file's.
+
+Every call takes at most ``MAX_QUERIES`` queries (summed over the lists of a batch tool), as the index tools do: each
+query is a paid request to the provider. Each provider request has the components' deadline and size limit
+(``components.http_limits``).
 """
 
 import os
@@ -21,7 +25,16 @@ from pydantic import Field
 
 from components.retrievers.remote import UltraRAGRemoteBatchRetriever
 from components.websearch import WebBatchSearch
-from needle.mcp_tools import WEB_PROVIDERS, BatchPassages, Instruction, Passages, Queries, as_list, texts
+from needle.mcp_tools import (
+    WEB_PROVIDERS,
+    BatchPassages,
+    Instruction,
+    Passages,
+    Queries,
+    as_list,
+    check_count,
+    texts,
+)
 from needle.serve_pipelines import one_line
 
 KEY_VARIABLES = {"exa": "EXA_API_KEY", "tavily": "TAVILY_API_KEY", "zhipuai": "ZHIPUAI_API_KEY"}
@@ -73,6 +86,7 @@ class WebTools:
         self, backend: str, queries: list[str], top_k: int | None, threads: int | None, given: Any = None
     ) -> list[list[str]]:
         """Passage texts per query from BACKEND; a provider's failure is a tool error naming it."""
+        check_count(len(queries), top_k or 5)
         search = self.component(backend, top_k, threads, given)
         try:
             found: list[list[Document]] = (await search.run_async(queries=queries))["documents"]
@@ -105,6 +119,7 @@ def add_web_tools(server: MCPServer, web: WebTools) -> None:
         websearch_backend_configs: Configs = None,
     ) -> BatchPassages:
         """``retriever_websearch`` for each list of queries."""
+        check_count(max(len(batch_query_list), sum(map(len, batch_query_list))), top_k or 5, "batch_query_list")
         answers = []
         for queries in batch_query_list:
             given = websearch_backend_configs
@@ -143,6 +158,7 @@ def deploy_search_tool(web: WebTools) -> Any:
         query_instruction: Instruction = "",
     ) -> Passages:
         """Ask a deployed retriever server (UltraRAG's or needle serve's) for passages per query."""
+        check_count(len(as_list(query_list)), top_k)
         try:
             client = UltraRAGRemoteBatchRetriever(
                 retriever_url or web.retriever_url, query_instruction=query_instruction

@@ -6,9 +6,17 @@ pipelines), MCP (streamable HTTP) at ``/mcp`` with UltraRAG's tools and needle's
 ``--reranker`` (``needle.serve_rerank``), Hayhooks' ``GET /status`` and ``GET /status/{name}``, and FastAPI's
 ``/openapi.json`` and ``/docs``.
 There is no deploy, undeploy, file, chat or drawing route, and no CORS header unless origins are given.
+
+Searches run in a bounded thread pool off the event loop (``needle.serve_run``), and at start-up everything loaded
+so far (models, indexes, pipelines) is moved out of the garbage collector's view (``gc.freeze``): a full collection
+would otherwise walk those millions of objects while holding the GIL, stalling every request for most of a second
+whenever a large search allocates enough to trigger one.
 """
 
+import gc
 import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -124,6 +132,24 @@ async def unexpected_error(request: Request, error: Exception) -> AsciiJSONRespo
     return AsciiJSONResponse({"detail": INTERNAL_ERROR}, 500)
 
 
+Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
+
+
+def serving_lifespan(inner: Lifespan | None) -> Lifespan:
+    """A lifespan that freezes the start-up heap (see the module docstring), then runs INNER's (MCP's sessions)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        gc.freeze()
+        if inner is None:
+            yield
+            return
+        async with inner(app):
+            yield
+
+    return lifespan
+
+
 def create_search_app(
     served: ServedPipelines,
     cors_origins: list[str],
@@ -141,7 +167,7 @@ def create_search_app(
     mcp_routes, mcp_sessions = http_routes(mcp, bool(allowed_hosts), cors_origins) if mcp else ([], None)
     app = FastAPI(
         title="needle search",
-        lifespan=with_mcp_lifespan(mcp_sessions) if mcp_sessions else None,
+        lifespan=serving_lifespan(with_mcp_lifespan(mcp_sessions) if mcp_sessions else None),
         description="Query-only search endpoints of one needle index.",
         exception_handlers={
             StarletteHTTPException: http_error,

@@ -5,6 +5,10 @@
 queries run in one batch pipeline of the index's best mode (hybrid when it has dense and BM25 parts, else its
 mode), built and probed at start-up like the other pipelines.
 
+One request holds at most ``MAX_QUERIES`` (10,000) queries and asks for at most ``MAX_PASSAGES`` (1,000,000)
+passages, queries x ``top_k``; past either it is a 413 naming the limit. The search and the JSON of its answer are
+made in the search pool (``needle.serve_run``), never on the event loop.
+
 ``query_instruction`` is put in front of each query for the dense (embedding) part only, as UltraRAG prefixes
 queries for instruction-tuned embedders (e.g. ``"Represent this sentence for searching relevant passages: "``);
 BM25 and the hybrid's query-length weighting see each query as sent. ``collection_name`` may be ``""``, the
@@ -13,20 +17,22 @@ is a 404, since this server holds one index.
 """
 
 import asyncio
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, HTTPException
+from fastapi.responses import Response
 from haystack import Document, Pipeline
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.checks import MAX_QUERY_CHARS, MAX_TOP_K, check_unicode
+from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K, check_unicode
 from needle import pipeline_files as pf
 from needle.index_dir import NeedleError, fill_search_pipeline
 from needle.search import BATCH_MODES, best_mode
 from needle.serve_pipelines import PROBE_QUERY, SearchPlan, ServedPipelines, one_line, root_cause, share_stores
-from needle.serve_run import check_request_query, run_search
+from needle.serve_run import check_batch_size, check_request_query, off_loop, run_search
 
 GENERATION_SUFFIX = re.compile(r"_gen\d{6}$")  # a server collection's generation: NAME_genNNNNNN behind alias NAME
 
@@ -35,7 +41,11 @@ class UltraRAGSearchRequest(BaseModel):
     """UltraRAG's deploy-search body; unknown fields and loose types are refused."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    query_list: list[str] = Field(min_length=1, description="the queries, each 1 to 1 MiB characters, not blank")
+    query_list: list[str] = Field(
+        min_length=1,
+        description=f"the queries, at most {MAX_QUERIES:,} (and {MAX_PASSAGES:,} passages, queries x top_k) per "
+        "request, each 1 to 1 MiB characters, not blank",
+    )
     top_k: int = Field(default=5, ge=1, le=MAX_TOP_K, description="passages per query")
     query_instruction: str = Field(
         default="", max_length=MAX_QUERY_CHARS, description="put in front of each query for the dense part only"
@@ -102,7 +112,9 @@ def deploy_ultrarag(served: ServedPipelines, mode: str | None = None) -> UltraRA
 
 
 def check_search_request(request: UltraRAGSearchRequest, collections: frozenset[str]) -> None:
-    """413/422 for a bad query or instruction (naming its position), 404 for another collection."""
+    """413 past the batch limits, 413/422 for a bad query or instruction (naming its position), 404 for another
+    collection."""
+    check_batch_size(len(request.query_list), request.top_k)
     for i, query in enumerate(request.query_list):
         check_request_query(query, f"query_list[{i}]")
     try:
@@ -114,17 +126,30 @@ def check_search_request(request: UltraRAGSearchRequest, collections: frozenset[
         raise HTTPException(404, f"collection_name {request.collection_name!r} is not served here; use one of {known}")
 
 
+def answer_json(hits: list[list[Document]]) -> bytes:
+    """``{"ret_psg": [[passage, ...], ...]}`` as FastAPI would write it, made in the search pool one query at a time:
+    for 10,000 queries it is megabytes, and one ``json.dumps`` of it all would hold the GIL (and so the event loop)
+    for most of a second."""
+    lists = [_passages_json(docs) for docs in hits]
+    return ('{"ret_psg":[' + ",".join(lists) + "]}").encode()
+
+
+def _passages_json(documents: list[Document]) -> str:
+    """One query's passage texts as a JSON array."""
+    return json.dumps([doc.content or "" for doc in documents], ensure_ascii=False, separators=(",", ":"))
+
+
 def ultrarag_route(app: FastAPI, search: UltraRAGSearch) -> None:
     """Add ``POST /search``."""
 
-    async def search_route(request: UltraRAGSearchRequest) -> UltraRAGSearchResponse:
+    async def search_route(request: UltraRAGSearchRequest) -> Response:
         check_search_request(request, search.collections)
         hits = await search.search(request.query_list, request.top_k, request.query_instruction)
-        return UltraRAGSearchResponse(ret_psg=[[doc.content or "" for doc in docs] for docs in hits])
+        return Response(await off_loop(answer_json, hits), media_type="application/json")
 
     responses: dict[int | str, dict[str, Any]] = {
         404: {"description": "unknown collection_name"},
-        413: {"description": "body or query too large"},
+        413: {"description": f"body or a query too large, over {MAX_QUERIES:,} queries or {MAX_PASSAGES:,} passages"},
         422: {"description": "bad input"},
     }
     app.add_api_route(

@@ -5,22 +5,26 @@ SDK (its own back-off schedule, which a component cannot set) and trust whatever
 `openai` backend keeps several batches in flight under a `concurrency` limit; that is what this base does, with
 the official `openai` SDK pointed at `base_url`:
 
-* texts go out in requests of `batch_size`, at most `concurrency` at once (threads for `run`, tasks for
-  `run_async`), and come back as one matrix in input order whatever order the requests finish in;
+* texts go out in requests of `batch_size`, at most `concurrency` at once, and come back as one matrix in input
+  order whatever order the requests finish in;
+* every request has a deadline from sending it to the last byte of its answer (`timeout`; the SDK's own timeout
+  bounds each read only, so a server that trickles bytes could stretch it without end) and an answer may hold at
+  most `MAX_ANSWER_BYTES_PER_INPUT` per text plus 1 MiB: the SDK is handed a `LimitedAsyncClient`
+  (`components.http_limits`). `run` is `run_async` on a private event loop with a client of its own, so both
+  paths have the same bounds (a blocking read cannot be interrupted at a deadline);
 * timeouts, lost connections, 408/409/429 and 5xx are retried `max_retries` times, waiting `backoff * 2**n`
   seconds (longer if the server's `Retry-After` says so); anything else fails at once with the server's own
   message (see `openai_protocol`), and so does every answer that does not hold one vector per input;
 * the API key is a Haystack `Secret`, by default the first of `OPENAI_API_KEY` / `RETRIEVER_API_KEY` that is
   set; a self-hosted server (`base_url` given) may need none.
 
-Clients are built in `warm_up` / `warm_up_async` (idempotent; an async client is rebuilt when it belongs to
-another event loop) and released in `close` / `close_async`.
+The async client is built in `warm_up_async` (idempotent; rebuilt when it belongs to another event loop) and
+released in `close_async`; `warm_up` checks the options and `close` has nothing to release (each sync run opens
+and closes its own client).
 """
 
 import asyncio
-import concurrent.futures
 import os
-import time
 import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Self
@@ -38,12 +42,16 @@ from components.embedders.openai_protocol import (
     is_retryable,
     parse_embeddings,
     retry_delay,
+    too_large,
 )
+from components.http_limits import LimitedAsyncClient, ResponseTooLarge, run_blocking
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_API_KEY = Secret.from_env_var(["OPENAI_API_KEY", "RETRIEVER_API_KEY"], strict=False)
 MAX_BATCH_SIZE = 2048  # OpenAI's limit on inputs per request
 PLACEHOLDER_KEY = "none"  # the SDK insists on a key; a self-hosted server without auth ignores this one
+# JSON floats take ~20 bytes each: a 4,096-wide vector is ~85 KB; 128 KiB per input leaves room for wider ones.
+MAX_ANSWER_BYTES_PER_INPUT = 128 * 1024
 Meta = dict[str, Any]
 
 
@@ -62,7 +70,6 @@ class OpenAIEmbedderBase:
     """
 
     _init_parameters: ClassVar[tuple[str, ...]]
-    client: openai.OpenAI | None
     async_client: openai.AsyncOpenAI | None
 
     def _configure(
@@ -97,7 +104,6 @@ class OpenAIEmbedderBase:
         self.backoff = check_number("backoff", backoff, 0, 60)
         self.batch_size = check_int("batch_size", batch_size, 1, MAX_BATCH_SIZE)
         self.concurrency = check_int("concurrency", concurrency, 1, 64)
-        self.client = None
         self.async_client = None
         self._async_loop: weakref.ReferenceType[asyncio.AbstractEventLoop] | None = None
         self._key_missing = False
@@ -127,22 +133,25 @@ class OpenAIEmbedderBase:
         return {"api_key": key or PLACEHOLDER_KEY, "base_url": self.base_url, "timeout": self.timeout, "max_retries": 0}
 
     def warm_up(self) -> None:
-        """Create the synchronous client (idempotent); no request is sent."""
-        if self.client is None:
-            self.client = openai.OpenAI(**self._client_kwargs())
+        """Check the options (a key where the OpenAI API needs one); no request is sent and no client kept."""
+        self._client_kwargs()
 
     async def warm_up_async(self) -> None:
         """Create the asynchronous client on the running event loop (again if the loop changed)."""
         loop = asyncio.get_running_loop()
         if self.async_client is None or self._async_loop is None or self._async_loop() is not loop:
-            self.async_client = openai.AsyncOpenAI(**self._client_kwargs())
+            self.async_client = self._new_client()
             self._async_loop = weakref.ref(loop)
 
+    def _new_client(self) -> openai.AsyncOpenAI:
+        """An SDK client sending through a `LimitedAsyncClient`: `timeout` per request in all, a size limit."""
+        limit = 1024 * 1024 + self.batch_size * MAX_ANSWER_BYTES_PER_INPUT
+        http = LimitedAsyncClient(deadline_s=self.timeout, max_bytes=limit)
+        # openai 3 types http_client as httpx2's client and takes httpx's too (it checks for either at run time)
+        return openai.AsyncOpenAI(**self._client_kwargs(), http_client=http)  # type: ignore[arg-type]
+
     def close(self) -> None:
-        """Release the synchronous client's connections."""
-        if self.client is not None:
-            self.client.close()
-            self.client = None
+        """Nothing to release: each synchronous run opens and closes its own client (`close_async` for run_async)."""
 
     async def close_async(self) -> None:
         """Release the asynchronous client's connections."""
@@ -162,39 +171,41 @@ class OpenAIEmbedderBase:
         return [texts[start : start + self.batch_size] for start in range(0, len(texts), self.batch_size)]
 
     def _embed(self, texts: list[str], on_batch: Callable[[int], object] | None = None) -> tuple[Matrix, Meta]:
-        """Embed `texts` (non-empty) in batches on up to `concurrency` threads; rows in input order.
+        """Embed `texts` (non-empty) in batches, up to `concurrency` at once; rows in input order.
+
+        Runs the async implementation on a private event loop with a client of its own, closed afterwards.
 
         :param on_batch: Called with the size of each batch once it is embedded (a progress bar's `update`).
         """
         self.warm_up()
-        batches = self._batches(texts)
-        workers = min(self.concurrency, len(batches))
-        if workers == 1:  # one request at a time: no thread pool to start (a single query pays nothing extra)
-            results = []
-            for batch in batches:
-                results.append(self._embed_batch(batch))
-                if on_batch is not None:
-                    on_batch(len(batch))
-            return _combine(results)
-        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="openai-embed") as pool:
-            futures = [pool.submit(self._embed_batch, batch) for batch in batches]
-            if on_batch is not None:
-                for batch, future in zip(batches, futures, strict=True):
-                    future.add_done_callback(_reporter(on_batch, len(batch)))
-            done, _ = concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
-            if any(future.exception() is not None for future in done):
-                pool.shutdown(cancel_futures=True)
-            results = [future.result() for future in futures]  # the first failure in input order is raised
-        return _combine(results)
+
+        async def once() -> tuple[Matrix, Meta]:
+            client = self._new_client()
+            try:
+                return await self._embed_with(client, texts, on_batch)
+            finally:
+                await client.close()
+
+        return run_blocking(once())
 
     async def _embed_async(self, texts: list[str]) -> tuple[Matrix, Meta]:
-        """Async twin of `_embed`: at most `concurrency` requests in flight; the first failure cancels the rest."""
+        """Async twin of `_embed` on the client `warm_up_async` keeps for this event loop."""
         await self.warm_up_async()
+        assert self.async_client is not None  # built by warm_up_async
+        return await self._embed_with(self.async_client, texts, None)
+
+    async def _embed_with(
+        self, client: openai.AsyncOpenAI, texts: list[str], on_batch: Callable[[int], object] | None
+    ) -> tuple[Matrix, Meta]:
+        """At most `concurrency` requests in flight; the first failure (in input order) cancels the rest."""
         gate = asyncio.Semaphore(self.concurrency)
 
         async def gated(batch: list[str]) -> tuple[Matrix, Meta]:
             async with gate:
-                return await self._embed_batch_async(batch)
+                result = await self._embed_batch(client, batch)
+            if on_batch is not None:
+                on_batch(len(batch))
+            return result
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -203,33 +214,21 @@ class OpenAIEmbedderBase:
             raise failures.exceptions[0] from None
         return _combine([task.result() for task in tasks])
 
-    def _embed_batch(self, batch: list[str]) -> tuple[Matrix, Meta]:
+    async def _embed_batch(self, client: openai.AsyncOpenAI, batch: list[str]) -> tuple[Matrix, Meta]:
         """One request, retried as the module docstring says; the checked matrix and meta of its answer."""
-        assert self.client is not None  # built by warm_up in _embed
+        url = self._url(client.base_url)
         attempt = 0
         while True:
             try:
-                raw = self.client.embeddings.with_raw_response.create(**self._request(batch))
+                raw = await client.embeddings.with_raw_response.create(**self._request(batch))
+            except ResponseTooLarge as exc:  # the same server would send it again: not retried
+                raise too_large(exc, url, len(batch)) from None
             except openai.OpenAIError as exc:
-                self._give_up_unless_retryable(exc, len(batch), attempt, self.client.base_url)
-                time.sleep(retry_delay(exc, attempt, self.backoff))
-                attempt += 1
-            else:
-                return parse_embeddings(raw.content, len(batch), self.dimensions, self._url(self.client.base_url))
-
-    async def _embed_batch_async(self, batch: list[str]) -> tuple[Matrix, Meta]:
-        """Async twin of `_embed_batch`."""
-        assert self.async_client is not None  # built by warm_up_async in _embed_async
-        attempt = 0
-        while True:
-            try:
-                raw = await self.async_client.embeddings.with_raw_response.create(**self._request(batch))
-            except openai.OpenAIError as exc:
-                self._give_up_unless_retryable(exc, len(batch), attempt, self.async_client.base_url)
+                self._give_up_unless_retryable(exc, len(batch), attempt, client.base_url)
                 await asyncio.sleep(retry_delay(exc, attempt, self.backoff))
                 attempt += 1
             else:
-                return parse_embeddings(raw.content, len(batch), self.dimensions, self._url(self.async_client.base_url))
+                return parse_embeddings(raw.content, len(batch), self.dimensions, url)
 
     def _give_up_unless_retryable(self, exc: openai.OpenAIError, count: int, attempt: int, base: object) -> None:
         """Raise an `OpenAIEmbeddingError` for `exc` unless it may be retried and retries are left."""
@@ -240,16 +239,6 @@ class OpenAIEmbedderBase:
     def _url(base: object) -> str:
         """The embeddings endpoint under a client's base URL (which the SDK keeps with a trailing slash)."""
         return f"{str(base).rstrip('/')}/embeddings"
-
-
-def _reporter(on_batch: Callable[[int], object], size: int) -> Callable[[concurrent.futures.Future[Any]], None]:
-    """A done-callback that reports `size` texts once their batch succeeded (not when it failed or was cancelled)."""
-
-    def report(future: concurrent.futures.Future[Any]) -> None:
-        if not future.cancelled() and future.exception() is None:
-            on_batch(size)
-
-    return report
 
 
 def _combine(results: list[tuple[Matrix, Meta]]) -> tuple[Matrix, Meta]:

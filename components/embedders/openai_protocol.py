@@ -23,6 +23,8 @@ import numpy as np
 import numpy.typing as npt
 import openai
 
+from components.http_limits import ResponseTooLarge
+
 RETRY_STATUSES = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_S = 60.0
 MAX_ERROR_CHARS = 500
@@ -69,7 +71,7 @@ def server_message(response: httpx2.Response) -> str:
     text = response.text
     try:
         body = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read: quoted as sent
         return text[:MAX_ERROR_CHARS] or response.reason_phrase
     error = body.get("error", body.get("detail")) if isinstance(body, dict) else None
     if isinstance(error, dict):
@@ -106,16 +108,27 @@ def failure(exc: openai.OpenAIError, url: str, count: int, attempts: int, key_mi
     )
 
 
+def too_large(exc: ResponseTooLarge, url: str, count: int) -> OpenAIEmbeddingError:
+    """The error for an answer longer than the size limit (not retried: the same server would send it again)."""
+    return OpenAIEmbeddingError(
+        f"{url} answered a request of {count} text(s) with more than {exc.limit:,} bytes (HTTP {exc.status}, "
+        "not retried; the limit is 1 MiB plus 128 KiB per text)",
+        exc.status,
+    )
+
+
 def parse_embeddings(content: bytes, count: int, dimensions: int | None, url: str) -> tuple[Matrix, dict[str, Any]]:
     """Read a 200 answer into a (count, dim) matrix in input order, plus ``{"model", "usage"}`` when given.
 
-    :raises OpenAIEmbeddingError: The body is not JSON or has no ``data`` list, holds a different number of
-        embeddings than inputs, repeats or misses an index, or has a vector that is not all finite numbers of
-        the common (or requested) width.
+    :raises OpenAIEmbeddingError: The body is not JSON (or nested too deeply to read) or has no ``data`` list,
+        holds a different number of embeddings than inputs, repeats or misses an index, or has a vector that is
+        not all finite numbers of the common (or requested) width.
     """
     where = f"{url} answered HTTP 200 to a request of {count} text(s)"
     try:
         payload = json.loads(content)
+    except RecursionError:
+        raise OpenAIEmbeddingError(f"{where} with JSON nested too deeply to read", 200) from None
     except (UnicodeDecodeError, ValueError):
         raise OpenAIEmbeddingError(f"{where} with a body that is not JSON: {content[:200]!r}", 200) from None
     data = payload.get("data") if isinstance(payload, dict) else None
@@ -123,7 +136,10 @@ def parse_embeddings(content: bytes, count: int, dimensions: int | None, url: st
         raise OpenAIEmbeddingError(f"{where} without a 'data' list: {content[:200]!r}", 200)
     if len(data) != count:
         raise OpenAIEmbeddingError(f"{where} with {len(data)} embeddings; it must send one per input", 200)
-    matrix = _matrix(_in_input_order(data, where), where)
+    try:
+        matrix = _matrix(_in_input_order(data, where), where)
+    except RecursionError:  # an item nested so deeply that describing it overflows the stack
+        raise OpenAIEmbeddingError(f"{where} with an embedding nested too deeply to read", 200) from None
     if dimensions is not None and matrix.shape[1] != dimensions:
         raise OpenAIEmbeddingError(f"{where} with {matrix.shape[1]}-dimensional vectors, not {dimensions}", 200)
     return matrix, _meta(payload)

@@ -3,10 +3,8 @@
 import asyncio
 import contextlib
 import ssl
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import numpy as np
@@ -14,6 +12,7 @@ from haystack import Document, component
 from haystack.utils import Secret
 
 from components.checks import check_int, check_number, check_query, check_top_k
+from components.http_limits import LimitedAsyncClient, NotJSON, ResponseTooLarge, decode_json, run_blocking
 from components.rankers.rerank_protocol import (
     RerankServerError,
     error_text,
@@ -30,19 +29,18 @@ from components.rankers.reranker_base import (
     unique_documents,
 )
 
-R = TypeVar("R")
 RETRY_STATUSES = (429, 503)
 MAX_RETRY_AFTER_S = 60.0
+MAX_ANSWER_BYTES = 16 * 1024 * 1024  # one answer: 1,024 scores (with texts, if a server sends them back) stay far below
+__all__ = ["TEIRanker", "run_blocking"]  # run_blocking moved to components.http_limits; still importable from here
 
 
-def run_blocking(coroutine: Coroutine[Any, Any, R]) -> R:
-    """Run a coroutine to completion from sync code, also when this thread already runs an event loop."""
+def _error_text(response: httpx.Response) -> str:
+    """The server's error message (``rerank_protocol.error_text``), also for an error body nested too deeply."""
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+        return error_text(response)
+    except RecursionError:
+        return "(an error body nested too deeply to read)"
 
 
 def _is_tls_failure(exc: BaseException) -> bool:
@@ -63,9 +61,11 @@ class TEIRanker(RerankerMixin):
 
     Texts go out in requests of at most ``max_batch_size`` (TEI refuses more than its ``--max-client-batch-size``,
     32 by default), ``max_concurrency`` requests in flight at once. 429 and 503 answers and connection errors are
-    retried with exponential back-off (honouring ``Retry-After``). Every answer is checked: indexes in range,
-    unique and complete, scores finite numbers; a failure raises ``RerankServerError`` with the server's status
-    and message, never an empty result. ``run`` and ``run_async`` share one async implementation.
+    retried with exponential back-off (honouring ``Retry-After``). ``timeout`` is a deadline for each request, from
+    sending it to the last byte of the answer, and an answer may hold at most ``MAX_ANSWER_BYTES``
+    (``components.http_limits``). Every answer is checked: JSON, indexes in range, unique and complete, scores
+    finite numbers; a failure raises ``RerankServerError`` with the server's status and message, never an empty
+    result. ``run`` and ``run_async`` share one async implementation.
 
     ```python
     ranker = TEIRanker(url="https://reranker.internal:8080/rerank", ca_file="/etc/pki/ca.pem", top_k=5)
@@ -114,7 +114,8 @@ class TEIRanker(RerankerMixin):
         :param batch_size: texts per request used by ``run``, 1..1024; never more than ``max_batch_size``.
         :param max_batch_size: the most texts the server takes in one request, 1..1024 (TEI's default is 32).
         :param max_concurrency: requests in flight at once, 1..64.
-        :param timeout: seconds to wait for each request, (0, 3600].
+        :param timeout: seconds for each request, from sending it to the last byte of the answer (a deadline, not
+            per read), (0, 3600].
         :param max_retries: extra attempts after a 429/503 or a connection error, 0..10.
         :param backoff: seconds before the first retry, doubled each time, 0..60.
         :param truncate: ask TEI to truncate pairs longer than the model's limit (instead of refusing them).
@@ -184,14 +185,17 @@ class TEIRanker(RerankerMixin):
         return context
 
     def _client(self) -> httpx.AsyncClient:
-        """A client for one call: auth header, TLS settings, and a pool as wide as ``max_concurrency``."""
+        """A client for one call: auth header, TLS settings, a pool as wide as ``max_concurrency``, and the
+        deadline and size limit of every request."""
         verify = self._tls_settings()
         headers: dict[str, str] = {}
         key = self.api_key.resolve_value() if self.api_key else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
         limits = httpx.Limits(max_connections=self.max_concurrency)
-        return httpx.AsyncClient(timeout=self.timeout, verify=verify, headers=headers, limits=limits)
+        return LimitedAsyncClient(
+            deadline_s=self.timeout, max_bytes=MAX_ANSWER_BYTES, verify=verify, headers=headers, limits=limits
+        )
 
     def rerank(self, query: str, texts: list[str], batch_size: int = 32) -> Scores:
         """Score each text against the query (mxRAG's call); float32 scores in input order."""
@@ -234,7 +238,7 @@ class TEIRanker(RerankerMixin):
             body = await self._post(client, request_body(self.shape, query, chunk, self.truncate, self.model), chunk)
         try:
             scores[start : start + len(chunk)] = parse_scores(self.shape, body, len(chunk))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise RerankServerError(f"{self.url} sent a malformed rerank response: {exc}", status=200) from None
 
     async def _post(self, client: httpx.AsyncClient, payload: dict[str, Any], chunk: list[str]) -> Any:
@@ -243,6 +247,8 @@ class TEIRanker(RerankerMixin):
         while True:
             try:
                 response = await client.post(self.url, json=payload)
+            except ResponseTooLarge as exc:  # the same server would send it again: not retried
+                raise RerankServerError(f"{self.url} sent too much: {exc}", status=exc.status) from None
             except (httpx.TransportError, ssl.SSLError) as exc:
                 # TLS 1.3 reports a refused client certificate after the handshake, as an alert that
                 # httpx may surface as a bare ssl.SSLError while reading the answer.
@@ -257,7 +263,7 @@ class TEIRanker(RerankerMixin):
                 if response.status_code not in RETRY_STATUSES or attempt == self.max_retries:
                     raise RerankServerError(
                         f"{self.url} answered HTTP {response.status_code} to a request of {len(chunk)} texts "
-                        f"(attempt {attempt + 1}): {error_text(response)}",
+                        f"(attempt {attempt + 1}): {_error_text(response)}",
                         status=response.status_code,
                     )
                 delay = self._delay(attempt, response)
@@ -272,13 +278,11 @@ class TEIRanker(RerankerMixin):
         return delay
 
     def _json(self, response: httpx.Response) -> Any:
-        """The body of a 200 answer as JSON, or an error quoting what came instead."""
+        """The body of a 200 answer as JSON, or an error quoting what came instead (deep nesting included)."""
         try:
-            return response.json()
-        except ValueError:
-            raise RerankServerError(
-                f"{self.url} answered HTTP 200 with a body that is not JSON: {response.text[:200]!r}", status=200
-            ) from None
+            return decode_json(response.content)
+        except NotJSON as exc:
+            raise RerankServerError(f"{self.url} answered HTTP 200 with a body that is {exc}", status=200) from None
 
     @component.output_types(documents=list[Document])
     async def run_async(

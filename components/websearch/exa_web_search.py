@@ -1,10 +1,14 @@
 """Web search through Exa (the exa-py SDK): ``query`` -> Documents with the page text of each hit.
 
-Each request is ``Exa.search(query, num_results=top_k, contents={"text": True}, **search_kwargs)`` (``AsyncExa``
-for ``run_async``): ``POST {base_url}/search`` with the key in ``x-api-key`` and ``{"query", "numResults",
-"contents": {"text": true}}``, answered by ``{"results": [{"title", "url", "id", "publishedDate", "author",
-"score", "text"}]}``. This is UltraRAG's Exa call (``search_and_contents(q, num_results=k, text=True)``, which
-exa-py 2.x deprecates in favour of this one).
+Each request is ``AsyncExa.search(query, num_results=top_k, contents={"text": True}, **search_kwargs)``:
+``POST {base_url}/search`` with the key in ``x-api-key`` and ``{"query", "numResults", "contents": {"text":
+true}}``, answered by ``{"results": [{"title", "url", "id", "publishedDate", "author", "score", "text"}]}``. This
+is UltraRAG's Exa call (``search_and_contents(q, num_results=k, text=True)``, which exa-py 2.x deprecates in
+favour of this one).
+
+``AsyncExa`` sends through our ``LimitedAsyncClient`` (a deadline for the whole request, a size limit on the
+answer). ``run`` uses it too, on a private event loop: exa-py's synchronous ``Exa`` posts with the ``requests``
+module itself, whose timeout bounds each read only and which no caller can hand a session or a size limit.
 
 exa-py reports an HTTP error as ``ValueError("Request failed with status code N: <body>")`` and a timeout as
 ``ExaTimeoutError``; both are read here into a status and Exa's own message.
@@ -14,12 +18,12 @@ import re
 from typing import Any
 
 import httpx
-import requests
-from exa_py import AsyncExa, Exa
+from exa_py import AsyncExa
 from exa_py.errors import ExaTimeoutError
 from haystack import component
 from haystack.utils import Secret
 
+from components.http_limits import LimitedAsyncClient
 from components.websearch.websearch_common import Hit, SingleQueryRuns, WebSearchBase
 from components.websearch.websearch_errors import (
     Failure,
@@ -61,7 +65,8 @@ class ExaSearchBase(WebSearchBase):
         :param retries: Extra attempts after a timeout, a lost connection, 408/429 or 5xx, 0..10 (2 makes the
             3 tries of UltraRAG's default ``retries: 3``).
         :param base_delay: Seconds before the first retry, doubled each time, 0..60.
-        :param timeout: Seconds to wait for each request, (0, 120].
+        :param timeout: Seconds for each request, from sending it to the last byte of the answer (a deadline, not
+            per read), (0, 120].
         :param retrieve_thread_num: Queries in flight at once in the batch component, 1..64.
         :param on_error: ``"raise"`` a ``WebSearchError``, or ``"empty"``: log a warning and return no Documents
             for a query that failed.
@@ -81,39 +86,45 @@ class ExaSearchBase(WebSearchBase):
             search_kwargs=search_kwargs,
         )
 
-    def _make_client(self, key: str) -> Exa:
-        """exa-py's client (it sends each request with ``requests``)."""
-        return Exa(api_key=key, base_url=self.base_url or EXA_DEFAULT_URL, timeout=self.timeout)
-
-    def _make_async_client(self, key: str) -> AsyncExa:
-        """exa-py's asyncio client (an ``httpx.AsyncClient`` inside)."""
-        return AsyncExa(api_key=key, api_base=self.base_url or EXA_DEFAULT_URL, timeout=self.timeout)
+    def _make_async_client(self, key: str, http: LimitedAsyncClient) -> AsyncExa:
+        """exa-py's asyncio client, sending through ``http``."""
+        return LimitedAsyncExa(http, api_key=key, api_base=self.base_url or EXA_DEFAULT_URL, timeout=self.timeout)
 
     def _request(self, top_k: int) -> dict[str, Any]:
         """The keyword arguments of one ``search`` call besides the query."""
         return {"num_results": top_k, "contents": {"text": True}, "timeout": self.timeout, **self.search_kwargs}
 
-    def _call(self, client: Exa, query: str, top_k: int) -> list[Hit]:
-        try:
-            response = client.search(query, **self._request(top_k))
-        except KeyError as missing:  # a 200 answer without the documented fields
-            raise _unreadable(missing) from None
-        return [_hit(result) for result in response.results]
-
     async def _call_async(self, client: AsyncExa, query: str, top_k: int) -> list[Hit]:
         try:
             response = await client.search(query, **self._request(top_k))
-        except KeyError as missing:
+        except KeyError as missing:  # a 200 answer without the documented fields
             raise _unreadable(missing) from None
         return [_hit(result) for result in response.results]
 
     def _failure(self, exc: Exception) -> Failure | None:
         if isinstance(exc, ExaTimeoutError):
             return timeout_failure(self.timeout)
-        if isinstance(exc, (requests.ConnectionError, httpx.TransportError)):
+        if isinstance(exc, httpx.TransportError):
             return connection_failure(exc)
         said = _STATUS_ERROR.match(str(exc)) if isinstance(exc, ValueError) else None
         return http_failure(int(said.group(1)), said.group(2)) if said else None
+
+
+class LimitedAsyncExa(AsyncExa):
+    """``AsyncExa`` whose requests go through a given ``LimitedAsyncClient`` instead of the one it would make."""
+
+    def __init__(self, http: LimitedAsyncClient, **options: Any) -> None:
+        super().__init__(**options)
+        self._limited = http
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The client every ``async_request`` sends with (exa-py reads this property for each request)."""
+        return self._limited
+
+    async def aclose(self) -> None:
+        """Close the limited client's connections."""
+        await self._limited.aclose()
 
 
 def _unreadable(missing: KeyError) -> ProviderHTTPError:

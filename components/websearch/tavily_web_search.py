@@ -1,26 +1,27 @@
 """Web search through Tavily (the tavily-python SDK): ``query`` -> Documents with the content Tavily extracts.
 
-Each request is ``TavilyClient.search(query, max_results=top_k, timeout=timeout, **search_kwargs)``
-(``AsyncTavilyClient`` for ``run_async``): ``POST {base_url}/search`` with ``Authorization: Bearer KEY`` and
-``{"query", "max_results", ...}``, answered by ``{"results": [{"title", "url", "content", "score"}]}`` — UltraRAG's
-Tavily call.
+Each request is ``AsyncTavilyClient.search(query, max_results=top_k, timeout=timeout, **search_kwargs)``:
+``POST {base_url}/search`` with ``Authorization: Bearer KEY`` and ``{"query", "max_results", ...}``, answered by
+``{"results": [{"title", "url", "content", "score"}]}`` — UltraRAG's Tavily call. The SDK is handed our
+``LimitedAsyncClient`` (a deadline for the whole request, a size limit on the answer); ``run`` uses it too, on a
+private event loop, since the synchronous ``TavilyClient`` reads with ``requests``, whose timeout bounds each read
+only.
 
 tavily-python turns 403, 432 and 433 into one ``ForbiddenError`` and drops the status of every error, so the
-components watch the answers themselves: a response hook on the SDK's ``requests`` session (and an event hook on
-the ``httpx.AsyncClient`` handed to ``AsyncTavilyClient``) raises ``ProviderHTTPError`` with the status and
-Tavily's ``detail.error`` message before the SDK reads the answer. 432 (plan limit) and 433 (pay-as-you-go
-limit) are then reported as such and never retried; 429 and 5xx are retried.
+components watch the answers themselves: an event hook on the httpx client raises ``ProviderHTTPError`` with the
+status and Tavily's ``detail.error`` message before the SDK reads the answer. 432 (plan limit) and 433
+(pay-as-you-go limit) are then reported as such and never retried; 429 and 5xx are retried.
 """
 
 from typing import Any
 
 import httpx
-import requests
 from haystack import component
 from haystack.utils import Secret
-from tavily import AsyncTavilyClient, TavilyClient  # type: ignore[import-untyped]
+from tavily import AsyncTavilyClient  # type: ignore[import-untyped]
 from tavily.errors import TimeoutError as TavilyTimeoutError  # type: ignore[import-untyped]
 
+from components.http_limits import LimitedAsyncClient
 from components.websearch.websearch_common import Hit, SingleQueryRuns, WebSearchBase
 from components.websearch.websearch_errors import (
     Failure,
@@ -61,7 +62,8 @@ class TavilySearchBase(WebSearchBase):
         :param retries: Extra attempts after a timeout, a lost connection, 408/429 or 5xx, 0..10 (2 makes the
             3 tries of UltraRAG's default ``retries: 3``).
         :param base_delay: Seconds before the first retry, doubled each time, 0..60.
-        :param timeout: Seconds to wait for each request, (0, 120] (Tavily's SDK caps it at 120).
+        :param timeout: Seconds for each request, from sending it to the last byte of the answer (a deadline, not
+            per read), (0, 120] (Tavily's SDK caps it at 120).
         :param retrieve_thread_num: Queries in flight at once in the batch component, 1..64.
         :param on_error: ``"raise"`` a ``WebSearchError``, or ``"empty"``: log a warning and return no Documents
             for a query that failed.
@@ -81,24 +83,17 @@ class TavilySearchBase(WebSearchBase):
             search_kwargs=search_kwargs,
         )
 
-    def _make_client(self, key: str) -> Any:
-        """tavily-python's client, its ``requests`` session raising ``ProviderHTTPError`` on error answers."""
-        client = TavilyClient(api_key=key, api_base_url=self.base_url or TAVILY_DEFAULT_URL)
-        client.session.hooks["response"].append(_raise_for_status)
-        return client
+    def _http_options(self, key: str) -> dict[str, Any]:
+        """The API root, and the hook that raises ``ProviderHTTPError`` on error answers."""
+        return {"base_url": self.base_url or TAVILY_DEFAULT_URL, "event_hooks": {"response": [_araise_for_status]}}
 
-    def _make_async_client(self, key: str) -> Any:
-        """tavily-python's asyncio client over our ``httpx.AsyncClient``, which raises on error answers."""
-        base = self.base_url or TAVILY_DEFAULT_URL
-        http = httpx.AsyncClient(base_url=base, timeout=self.timeout, event_hooks={"response": [_araise_for_status]})
-        return AsyncTavilyClient(api_key=key, api_base_url=base, client=http)
+    def _make_async_client(self, key: str, http: LimitedAsyncClient) -> Any:
+        """tavily-python's asyncio client over ``http``."""
+        return AsyncTavilyClient(api_key=key, api_base_url=self.base_url or TAVILY_DEFAULT_URL, client=http)
 
     def _request(self, top_k: int) -> dict[str, Any]:
         """The keyword arguments of one ``search`` call besides the query."""
         return {"max_results": top_k, "timeout": self.timeout, **self.search_kwargs}
-
-    def _call(self, client: Any, query: str, top_k: int) -> list[Hit]:
-        return _hits(client.search(query, **self._request(top_k)))
 
     async def _call_async(self, client: Any, query: str, top_k: int) -> list[Hit]:
         return _hits(await client.search(query, **self._request(top_k)))
@@ -106,19 +101,14 @@ class TavilySearchBase(WebSearchBase):
     def _failure(self, exc: Exception) -> Failure | None:
         if isinstance(exc, TavilyTimeoutError):
             return timeout_failure(self.timeout)
-        if isinstance(exc, (requests.ConnectionError, httpx.TransportError)):
+        if isinstance(exc, httpx.TransportError):
             return connection_failure(exc)
         return None
 
 
-def _raise_for_status(response: Any, *args: Any, **kwargs: Any) -> None:
-    """``requests`` response hook: an error answer becomes ``ProviderHTTPError`` with Tavily's message."""
-    if response.status_code >= 400:
-        raise ProviderHTTPError(response.status_code, provider_message(response.text))
-
-
 async def _araise_for_status(response: httpx.Response) -> None:
-    """``httpx`` response hook: the same for the asyncio client (the body is read first)."""
+    """``httpx`` response hook: an error answer becomes ``ProviderHTTPError`` with Tavily's message (the body, at
+    most the size limit, is read first)."""
     if response.status_code >= 400:
         await response.aread()
         raise ProviderHTTPError(response.status_code, provider_message(response.text))

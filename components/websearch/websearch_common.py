@@ -4,45 +4,72 @@ UltraRAG's ``retriever_websearch`` sends each query under a semaphore of ``retri
 ``retries`` times with a delay that doubles from ``base_delay``, and returns passage strings (an empty list when
 every try failed, silently). This base does the same work with Haystack's conventions:
 
-* one query (``_search``) or a batch (``_search_batch``: at most ``retrieve_thread_num`` queries in flight,
-  threads for ``run`` and an ``asyncio.Semaphore`` for ``run_async``, results in query order);
+* one query (``_search_async``) or a batch (``_search_batch_async``: at most ``retrieve_thread_num`` queries in
+  flight under an ``asyncio.Semaphore``, results in query order). ``run`` is ``run_async`` on a private event loop
+  with clients of its own (``components.http_limits.run_blocking``), so both have the same bounds;
+* every request goes through a ``LimitedAsyncClient`` (``components.http_limits``): ``timeout`` is a deadline from
+  sending the request to the last byte of the answer, not a per-read timeout, and an answer may hold at most
+  ``MAX_ANSWER_BYTES``; the SDKs (exa-py's ``AsyncExa``, tavily-python's ``AsyncTavilyClient``) are handed that
+  client, ZhipuAI is one POST on it;
 * a failed attempt is retried only when a retry can help (see ``websearch_errors``), waiting
   ``base_delay * 2**n`` seconds; the last failure raises ``WebSearchError`` naming provider, HTTP status, the
   provider's message and the query, or, with ``on_error="empty"``, logs that as a warning and returns no
-  Documents for that query;
+  Documents for that query. An answer that cannot be read (too large, not JSON, nested too deeply, of another
+  shape than the provider documents) is such a failure too, never retried, never a raw SDK exception;
 * every hit becomes a new ``Document``: content is the passage text, meta holds ``url``, ``title``,
-  ``provider``, ``retrieval_type: "web"`` and ``score`` when the provider gives one (also ``Document.score``).
+  ``provider``, ``retrieval_type: "web"`` and ``score`` when the provider gives a number (also ``Document.score``).
 
 A provider module subclasses ``WebSearchBase`` and supplies the client, one search call and the mapping of its
 SDK's exceptions; ``SingleQueryRuns`` / ``BatchQueryRuns`` add the ``run`` / ``run_async`` sockets.
 """
 
 import asyncio
-import concurrent.futures
 import logging
-import time
+import math
 import weakref
-from typing import Any, ClassVar, Self
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self, TypeVar
 
+import httpx
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret
 from haystack.utils.auth import SecretType
 
 from components.checks import check_base_url, check_int, check_number, check_queries, check_query
-from components.websearch.websearch_errors import Failure, ProviderHTTPError, WebSearchError, http_failure
+from components.http_limits import LimitedAsyncClient, ResponseTooLarge, run_blocking, watch_answers
+from components.websearch.websearch_errors import (
+    MAX_MESSAGE_CHARS,
+    Failure,
+    ProviderHTTPError,
+    WebSearchError,
+    http_failure,
+)
 
 logger = logging.getLogger(__name__)
 
 ON_ERROR_CHOICES = ("raise", "empty")
 MAX_RETRIES = 10
 MAX_THREADS = 64
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # one answer; 100 hits with whole page texts stay far below
+# What reading an answer of the wrong shape raises inside an SDK (a dict expected, a list came; a missing key...).
+UNREADABLE_ANSWER = (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError, httpx.DecodingError)
 Hit = dict[str, Any]  # {"content": str, "url", "title", "score"?, other meta}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The provider's client (what ``_call_async`` is given) and the bounded httpx client it sends through."""
+
+    sdk: Any
+    http: LimitedAsyncClient
 
 
 class WebSearchBase:
     """Options, clients and the retrying search loop of one provider.
 
-    A provider subclass sets ``provider`` and ``max_top_k`` and implements the five provider methods below
+    A provider subclass sets ``provider`` and ``max_top_k`` and implements the provider methods below
     (no ``abc.ABC`` here: its metaclass clashes with Haystack's ``ComponentMeta``).
     """
 
@@ -83,8 +110,7 @@ class WebSearchBase:
         if search_kwargs is not None and not isinstance(search_kwargs, dict):
             raise ValueError(f"search_kwargs must be None or a dict of provider options, got {search_kwargs!r}")
         self.search_kwargs = dict(search_kwargs or {})
-        self._client: Any = None
-        self._async_client: Any = None
+        self._clients: Clients | None = None
         self._async_loop: weakref.ReferenceType[asyncio.AbstractEventLoop] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,16 +123,33 @@ class WebSearchBase:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Create the provider's synchronous client (idempotent); no request is sent."""
-        if self._client is None:
-            self._client = self._make_client(self._key())
+        """Check that the API key is set; no request is sent (each ``run`` opens and closes its own clients)."""
+        self._key()
 
     async def warm_up_async(self) -> None:
-        """Create the asynchronous client on the running event loop (again if the loop changed)."""
+        """Create the clients on the running event loop (again if the loop changed)."""
         loop = asyncio.get_running_loop()
-        if self._async_client is None or self._async_loop is None or self._async_loop() is not loop:
-            self._async_client = self._make_async_client(self._key())
+        if self._clients is None or self._async_loop is None or self._async_loop() is not loop:
+            self._clients = self._open()
             self._async_loop = weakref.ref(loop)
+
+    def _open(self) -> Clients:
+        """A bounded httpx client (deadline ``timeout``, at most ``MAX_ANSWER_BYTES``) and the provider's over it."""
+        key = self._key()
+        http = LimitedAsyncClient(deadline_s=self.timeout, max_bytes=MAX_ANSWER_BYTES, **self._http_options(key))
+        return Clients(self._make_async_client(key, http), http)
+
+    def _blocking(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """``work(client)`` on a private event loop with clients of its own, closed when it is done."""
+
+        async def once() -> T:
+            clients = self._open()
+            try:
+                return await work(clients.sdk)
+            finally:
+                await clients.http.aclose()
+
+        return run_blocking(once())
 
     def _key(self) -> str:
         """The resolved API key; a missing one is a ValueError naming the environment variable."""
@@ -116,58 +159,59 @@ class WebSearchBase:
             raise ValueError(f"api_key: no {self.provider} API key is set (looked in {source})")
         return str(key)
 
-    def _make_client(self, key: str) -> Any:
-        """The provider's synchronous SDK client, pointed at ``base_url`` when one is set."""
-        raise NotImplementedError
+    def _http_options(self, key: str) -> dict[str, Any]:
+        """Extra ``httpx.AsyncClient`` options of the provider (base URL, headers, event hooks)."""
+        return {}
 
-    def _make_async_client(self, key: str) -> Any:
-        """The provider's asynchronous SDK client (or the synchronous one, run in worker threads)."""
-        raise NotImplementedError
-
-    def _call(self, client: Any, query: str, top_k: int) -> list[Hit]:
-        """One search request; the hits in the provider's order."""
+    def _make_async_client(self, key: str, http: LimitedAsyncClient) -> Any:
+        """The provider's asynchronous client sending through ``http`` (or ``http`` itself)."""
         raise NotImplementedError
 
     async def _call_async(self, client: Any, query: str, top_k: int) -> list[Hit]:
-        """Async twin of ``_call``."""
+        """One search request; the hits in the provider's order."""
         raise NotImplementedError
 
     def _failure(self, exc: Exception) -> Failure | None:
-        """What ``exc`` from the SDK means, or None when it is not a request failure (it is then re-raised)."""
+        """What ``exc`` from the SDK means, or None when it is not a request failure."""
         raise NotImplementedError
 
-    def _search(self, query: str, top_k: int) -> list[Document]:
+    async def _search_async(self, client: Any, query: str, top_k: int) -> list[Document]:
         """One query with retries; its Documents, or [] after a failure when ``on_error="empty"``."""
         for attempt in range(self.retries + 1):
-            try:
-                return self._documents(self._call(self._client, query, top_k), top_k)
-            except Exception as exc:
-                failure = self._judge(exc, query, attempt)
-            if failure is not None:
-                return self._give_up(failure, query, attempt)
-            time.sleep(self.base_delay * 2**attempt)
-        raise AssertionError("unreachable: the last attempt returns or gives up")
-
-    async def _search_async(self, query: str, top_k: int) -> list[Document]:
-        """Async twin of ``_search``."""
-        for attempt in range(self.retries + 1):
-            try:
-                return self._documents(await self._call_async(self._async_client, query, top_k), top_k)
-            except Exception as exc:
-                failure = self._judge(exc, query, attempt)
+            with watch_answers() as answered:
+                try:
+                    return self._documents(await self._call_async(client, query, top_k), top_k)
+                except Exception as exc:
+                    failure = self._judge(exc, query, attempt, answered)
             if failure is not None:
                 return self._give_up(failure, query, attempt)
             await asyncio.sleep(self.base_delay * 2**attempt)
         raise AssertionError("unreachable: the last attempt returns or gives up")
 
-    def _judge(self, exc: Exception, query: str, attempt: int) -> Failure | None:
-        """The failure that ends the search, or None to retry; an exception that is no request failure re-raises."""
-        failure = http_failure(exc.status, exc.message) if isinstance(exc, ProviderHTTPError) else self._failure(exc)
+    def _judge(self, exc: Exception, query: str, attempt: int, answered: list[int]) -> Failure | None:
+        """The failure that ends the search, or None to retry.
+
+        An exception that is no request failure is re-raised, unless it was raised while an answer was read
+        (``answered`` holds its status): then the answer is unreadable, which is this component's error too.
+        """
+        failure = self._classify(exc, answered)
         if failure is None:
             raise exc
         if failure.retryable and attempt < self.retries:
             logger.info("%s: retrying %r after attempt %d: %s", self.provider, query, attempt + 1, failure.describe())
             return None
+        return failure
+
+    def _classify(self, exc: Exception, answered: list[int]) -> Failure | None:
+        """``exc`` as a Failure: an HTTP error, an answer too large or unreadable, the provider's own kinds."""
+        if isinstance(exc, ProviderHTTPError):
+            return http_failure(exc.status, exc.message)
+        if isinstance(exc, ResponseTooLarge):
+            return Failure(exc.status, f"the answer is longer than the limit of {exc.limit:,} bytes", False)
+        failure = self._failure(exc)
+        if failure is None and answered and isinstance(exc, UNREADABLE_ANSWER):
+            said = f"the answer could not be read: {type(exc).__name__}: {exc}"
+            return Failure(answered[-1], said[:MAX_MESSAGE_CHARS], False)
         return failure
 
     def _give_up(self, failure: Failure, query: str, attempt: int) -> list[Document]:
@@ -180,7 +224,7 @@ class WebSearchBase:
         raise WebSearchError(message, provider=self.provider, status=failure.status, query=query)
 
     def _documents(self, hits: list[Hit], top_k: int) -> list[Document]:
-        """New Documents for the first ``top_k`` hits that hold text."""
+        """New Documents for the first ``top_k`` hits that hold text; a score that is no finite number is dropped."""
         documents = []
         for hit in hits:
             content = hit.pop("content", None)
@@ -188,30 +232,20 @@ class WebSearchBase:
                 continue
             meta = {key: value for key, value in hit.items() if value is not None}
             score = meta.get("score")
+            if not _is_number(score):
+                meta.pop("score", None)
+                score = None
             meta.update(provider=self.provider, retrieval_type="web")
             documents.append(Document(content=content, meta=meta, score=score))
         return documents[:top_k]
 
-    def _search_batch(self, queries: list[str], top_k: int) -> list[list[Document]]:
-        """Every query on up to ``retrieve_thread_num`` threads; one list per query, in query order."""
-        if not queries:
-            return []
-        workers = min(self.retrieve_thread_num, len(queries))
-        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix=f"{self.provider}-search") as pool:
-            futures = [pool.submit(self._search, query, top_k) for query in queries]
-            try:
-                return [future.result() for future in futures]
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)  # queries not yet started are not sent
-                raise
-
-    async def _search_batch_async(self, queries: list[str], top_k: int) -> list[list[Document]]:
-        """Async twin of ``_search_batch``: at most ``retrieve_thread_num`` requests in flight."""
+    async def _search_batch_async(self, client: Any, queries: list[str], top_k: int) -> list[list[Document]]:
+        """Every query, at most ``retrieve_thread_num`` requests in flight; one list per query, in query order."""
         gate = asyncio.Semaphore(self.retrieve_thread_num)
 
         async def gated(query: str) -> list[Document]:
             async with gate:
-                return await self._search_async(query, top_k)
+                return await self._search_async(client, query, top_k)
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -223,6 +257,16 @@ class WebSearchBase:
     def _top_k(self, top_k: int | None) -> int:
         """The run's ``top_k`` (checked against the provider's maximum) or the init value."""
         return self.top_k if top_k is None else check_int("top_k", top_k, 1, self.max_top_k)
+
+    def _async_sdk(self) -> Any:
+        """The client ``warm_up_async`` made for this event loop."""
+        assert self._clients is not None, "warm_up_async() first"
+        return self._clients.sdk
+
+
+def _is_number(value: Any) -> bool:
+    """A finite int or float (not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class SingleQueryRuns(WebSearchBase):
@@ -241,7 +285,7 @@ class SingleQueryRuns(WebSearchBase):
         check_query(query)
         top_k = self._top_k(top_k)
         self.warm_up()
-        return {"documents": self._search(query, top_k)}
+        return {"documents": self._blocking(lambda client: self._search_async(client, query, top_k))}
 
     @component.output_types(documents=list[Document])
     async def run_async(self, query: str, top_k: int | None = None) -> dict[str, list[Document]]:
@@ -249,7 +293,7 @@ class SingleQueryRuns(WebSearchBase):
         check_query(query)
         top_k = self._top_k(top_k)
         await self.warm_up_async()
-        return {"documents": await self._search_async(query, top_k)}
+        return {"documents": await self._search_async(self._async_sdk(), query, top_k)}
 
 
 class BatchQueryRuns(WebSearchBase):
@@ -267,15 +311,17 @@ class BatchQueryRuns(WebSearchBase):
         """
         check_queries(queries)
         top_k = self._top_k(top_k)
-        if queries:
-            self.warm_up()
-        return {"documents": self._search_batch(queries, top_k)}
+        if not queries:
+            return {"documents": []}
+        self.warm_up()
+        return {"documents": self._blocking(lambda client: self._search_batch_async(client, queries, top_k))}
 
     @component.output_types(documents=list[list[Document]])
     async def run_async(self, queries: list[str], top_k: int | None = None) -> dict[str, list[list[Document]]]:
         """Async twin of ``run``, with the same inputs, output and errors."""
         check_queries(queries)
         top_k = self._top_k(top_k)
-        if queries:
-            await self.warm_up_async()
-        return {"documents": await self._search_batch_async(queries, top_k)}
+        if not queries:
+            return {"documents": []}
+        await self.warm_up_async()
+        return {"documents": await self._search_batch_async(self._async_sdk(), queries, top_k)}

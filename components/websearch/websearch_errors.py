@@ -6,8 +6,10 @@ body")``, tavily-python raises a class per status that drops the status (432 and
 ``Failure`` (HTTP status or None, the provider's own message, retryable or not); the search loop retries or
 raises a ``WebSearchError`` that names provider, status, message and query.
 
-Retried: timeouts, lost connections, 408, 429 and 5xx. Never retried: 400, 401 (bad key), 402/403, 422, and
-Tavily's 432 (plan limit) and 433 (pay-as-you-go limit), which no amount of waiting fixes.
+Retried: timeouts (``timeout`` is a deadline for the whole request, see ``components.http_limits``), lost
+connections, 408, 429 and 5xx. Never retried: 400, 401 (bad key), 402/403, 422, Tavily's 432 (plan limit) and 433
+(pay-as-you-go limit), which no amount of waiting fixes, and answers that cannot be read (larger than the limit, not
+JSON, nested too deeply, another shape than documented), which the same server would send again.
 """
 
 import json
@@ -80,7 +82,7 @@ def provider_message(body: str) -> str:
     """
     try:
         data: Any = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read: quote it as sent
         return body.strip()[:MAX_MESSAGE_CHARS] or "(empty body)"
     if isinstance(data, dict):
         for key in ("error", "detail", "message"):

@@ -6,9 +6,10 @@ answered by ``{"search_result": [{"title", "content", "link", "media", "icon", "
 "search_intent": [...]}`` — UltraRAG's ZhipuAI call, with its defaults (``search_std``, no intent recognition,
 ``noLimit``, ``medium``). Zhipu gives no score; its errors are ``{"error": {"code", "message"}}``.
 
-The request is sent with httpx (``httpx.Client`` for ``run``, ``httpx.AsyncClient`` for ``run_async``), as
-UltraRAG itself sends it with aiohttp: the zhipuai SDK adds nothing to one documented POST, has no asyncio client,
-and pins pyjwt below what the mcp SDK needs, so the two could not share an environment.
+The request is sent with our ``LimitedAsyncClient`` (httpx; a deadline for the whole request, a size limit on the
+answer; ``run`` uses it on a private event loop), as UltraRAG itself sends it with aiohttp: the zhipuai SDK adds
+nothing to one documented POST, has no asyncio client, and pins pyjwt below what the mcp SDK needs, so the two could
+not share an environment.
 
 Zhipu accepts at most 70 characters of ``search_query``. A longer query is cut to its first 70 characters with
 a warning (not an error: questions in a RAG pipeline often run longer, and their start carries the topic);
@@ -22,6 +23,7 @@ import httpx
 from haystack import component
 from haystack.utils import Secret
 
+from components.http_limits import LimitedAsyncClient, NotJSON, decode_json
 from components.websearch.websearch_common import Hit, SingleQueryRuns, WebSearchBase
 from components.websearch.websearch_errors import (
     Failure,
@@ -74,9 +76,9 @@ class ZhipuAISearchBase(WebSearchBase):
         :param retries: Extra attempts after a timeout, a lost connection, 408/429 or 5xx, 0..10 (2 makes the
             3 tries of UltraRAG's default ``retries: 3``).
         :param base_delay: Seconds before the first retry, doubled each time, 0..60.
-        :param timeout: Seconds to wait for each request, (0, 120].
-        :param retrieve_thread_num: Queries in flight at once in the batch component (and threads for
-            ``run_async``), 1..64.
+        :param timeout: Seconds for each request, from sending it to the last byte of the answer (a deadline, not
+            per read), (0, 120].
+        :param retrieve_thread_num: Queries in flight at once in the batch component, 1..64.
         :param on_error: ``"raise"`` a ``WebSearchError``, or ``"empty"``: log a warning and return no Documents
             for a query that failed.
         :param search_kwargs: More body fields (e.g. ``{"search_domain_filter": "www.example.com"}``).
@@ -110,18 +112,15 @@ class ZhipuAISearchBase(WebSearchBase):
         self.search_recency_filter = search_recency_filter
         self.content_size = content_size
 
-    def _make_client(self, key: str) -> Any:
-        """An httpx client for the API root, the key in its ``Authorization`` header."""
-        return httpx.Client(**self._client_options(key))
+    def _make_async_client(self, key: str, http: LimitedAsyncClient) -> Any:
+        """The httpx client itself: one POST needs no SDK."""
+        return http
 
-    def _make_async_client(self, key: str) -> Any:
-        """The asyncio twin of ``_make_client``."""
-        return httpx.AsyncClient(**self._client_options(key))
-
-    def _client_options(self, key: str) -> dict[str, Any]:
+    def _http_options(self, key: str) -> dict[str, Any]:
+        """The API root, the key in the ``Authorization`` header."""
         base = self.base_url or ZHIPUAI_DEFAULT_URL
         headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
-        return {"base_url": f"{base}/", "headers": headers, "timeout": self.timeout}
+        return {"base_url": f"{base}/", "headers": headers}
 
     def _body(self, query: str, top_k: int) -> tuple[dict[str, Any], bool]:
         """The JSON body of one search, and whether the query was cut to Zhipu's 70 characters."""
@@ -136,10 +135,6 @@ class ZhipuAISearchBase(WebSearchBase):
             **self.search_kwargs,
         }
         return body, truncated
-
-    def _call(self, client: Any, query: str, top_k: int) -> list[Hit]:
-        body, truncated = self._body(query, top_k)
-        return _hits(client.post("web_search", json=body), truncated)
 
     async def _call_async(self, client: Any, query: str, top_k: int) -> list[Hit]:
         body, truncated = self._body(query, top_k)
@@ -158,9 +153,9 @@ def _hits(response: httpx.Response, truncated: bool) -> list[Hit]:
     if response.status_code >= 400:
         raise ProviderHTTPError(response.status_code, provider_message(response.text))
     try:
-        answer = response.json()
-    except ValueError:
-        raise ProviderHTTPError(200, f"the answer is not JSON: {response.text[:200]!r}") from None
+        answer = decode_json(response.content)
+    except NotJSON as error:
+        raise ProviderHTTPError(200, f"the answer is {error}") from None
     results = answer.get("search_result") if isinstance(answer, dict) else None
     if not isinstance(results, list):
         raise ProviderHTTPError(200, f"the answer has no 'search_result' list: {str(answer)[:200]}")

@@ -5,6 +5,11 @@
 Connection errors, timeouts and 5xx answers are retried with exponential back-off; anything else, and the last
 failure, raises ``RemoteSearchError`` with the server's status and body. Every answer is checked: one list of
 strings per query.
+
+Each request has a deadline from sending it to the last byte of its answer (``timeout``; a server that trickles
+bytes cannot stretch it) and an answer may hold at most ``MAX_ANSWER_BYTES`` (``components.http_limits``). A batch
+of more than ``MAX_QUERIES`` queries (the most ``needle serve`` takes in one request) goes out in consecutive
+requests of at most that many, so the server's cap is never what fails it.
 """
 
 import asyncio
@@ -13,11 +18,12 @@ from typing import Any, Self
 import httpx
 from haystack import Document, default_from_dict, default_to_dict
 
-from components.checks import check_int, check_number, check_queries, check_query, check_top_k
-from components.rankers.tei_ranker import run_blocking
+from components.checks import MAX_QUERIES, check_int, check_number, check_queries, check_query, check_top_k
+from components.http_limits import LimitedAsyncClient, NotJSON, ResponseTooLarge, decode_json, run_blocking
 
 MAX_BODY_CHARS = 500
 RETRY_STATUSES = range(500, 600)
+MAX_ANSWER_BYTES = 128 * 1024 * 1024  # one answer: 10,000 queries x 5 passages of 2 KB stay far below
 
 
 class RemoteSearchError(RuntimeError):
@@ -73,7 +79,8 @@ class DeploySearchClient:
         :param top_k: passages per query, 1..10000.
         :param query_instruction: sent along; the server puts it in front of each query for its dense part.
         :param collection_name: sent along; ``""`` means the server's own index.
-        :param timeout: seconds for each request, (0, 3600].
+        :param timeout: seconds for each request, from sending it to the last byte of the answer (a deadline, not
+            per read), (0, 3600].
         :param retries: attempts after the first on connection errors, timeouts and 5xx answers, 0..10.
         :param base_delay: seconds before the first retry, doubling after each, [0, 60].
         :raises ValueError: if a parameter is out of range; the message names it.
@@ -107,19 +114,26 @@ class DeploySearchClient:
         return default_from_dict(cls, data)
 
     async def search_async(self, queries: list[str], top_k: int | None) -> list[list[Document]]:
-        """Documents per query, in query order, from one request (retried as described above)."""
+        """Documents per query, in query order: one request per ``MAX_QUERIES`` queries (retried as described)."""
         k = self.top_k if top_k is None else check_top_k(top_k)
+        found: list[list[Document]] = []
+        async with LimitedAsyncClient(deadline_s=self.timeout, max_bytes=MAX_ANSWER_BYTES) as client:
+            for start in range(0, len(queries), MAX_QUERIES):
+                found.extend(await self._search_part(client, queries[start : start + MAX_QUERIES], k))
+        return found
+
+    async def _search_part(self, client: httpx.AsyncClient, queries: list[str], top_k: int) -> list[list[Document]]:
+        """One request's worth of queries."""
         payload = {
             "query_list": queries,
-            "top_k": k,
+            "top_k": top_k,
             "query_instruction": self.query_instruction,
             "collection_name": self.collection_name,
         }
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
-            body = await self._post(client, payload)
+        body = await self._post(client, payload)
         try:
             lists = read_passages(body, len(queries))
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             raise RemoteSearchError(f"{self.url} answered something unreadable: {error}", 200) from error
         return [as_documents(passages, self.url) for passages in lists]
 
@@ -131,16 +145,17 @@ class DeploySearchClient:
                 await asyncio.sleep(self.base_delay * 2 ** (attempt - 1))
             try:
                 response = await client.post(self.url, json=payload)
-            except httpx.TransportError as error:  # connection refused or reset, timeouts
+            except httpx.TransportError as error:  # connection refused or reset, timeouts, the deadline
                 failure, status = f"{type(error).__name__}: {error}", None
                 continue
+            except ResponseTooLarge as error:  # the same server would send it again: not retried
+                raise RemoteSearchError(f"search at {self.url} failed: {error}", error.status) from None
             if response.is_success:
                 try:
-                    return response.json()
-                except ValueError as error:
-                    raise RemoteSearchError(
-                        f"{self.url} answered with invalid JSON: {error}", response.status_code
-                    ) from error
+                    return decode_json(response.content)
+                except NotJSON as error:
+                    message = f"{self.url} answered HTTP {response.status_code} with a body that is {error}"
+                    raise RemoteSearchError(message, response.status_code) from None
             failure, status = f"HTTP {response.status_code}: {response.text[:MAX_BODY_CHARS]}", response.status_code
             if response.status_code not in RETRY_STATUSES:
                 break
