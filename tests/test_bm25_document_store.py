@@ -7,20 +7,28 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.testing.document_store import (
     CountDocumentsByFilterTest,
     CountDocumentsTest,
+    CountUniqueMetadataByFilterTest,
     DeleteAllTest,
     DeleteByFilterTest,
     DeleteDocumentsTest,
     FilterDocumentsTest,
+    GetMetadataFieldMinMaxTest,
+    GetMetadataFieldsInfoTest,
+    GetMetadataFieldUniqueValuesTest,
     UpdateByFilterTest,
     WriteDocumentsTest,
 )
 from haystack.testing.document_store_async import (
     CountDocumentsAsyncTest,
     CountDocumentsByFilterAsyncTest,
+    CountUniqueMetadataByFilterAsyncTest,
     DeleteAllAsyncTest,
     DeleteByFilterAsyncTest,
     DeleteDocumentsAsyncTest,
     FilterDocumentsAsyncTest,
+    GetMetadataFieldMinMaxAsyncTest,
+    GetMetadataFieldsInfoAsyncTest,
+    GetMetadataFieldUniqueValuesAsyncTest,
     UpdateByFilterAsyncTest,
     WriteDocumentsAsyncTest,
 )
@@ -37,6 +45,10 @@ class TestBM25DocumentStoreProtocol(
     DeleteByFilterTest,
     UpdateByFilterTest,
     CountDocumentsByFilterTest,
+    CountUniqueMetadataByFilterTest,
+    GetMetadataFieldsInfoTest,
+    GetMetadataFieldMinMaxTest,
+    GetMetadataFieldUniqueValuesTest,
 ):
     """Haystack's suites, run once on a fresh in-memory store and once on a store with a saved path."""
 
@@ -59,10 +71,14 @@ class TestBM25DocumentStoreProtocol(
 class TestBM25DocumentStoreAsyncProtocol(
     CountDocumentsAsyncTest,
     CountDocumentsByFilterAsyncTest,
+    CountUniqueMetadataByFilterAsyncTest,
     DeleteAllAsyncTest,
     DeleteByFilterAsyncTest,
     DeleteDocumentsAsyncTest,
     FilterDocumentsAsyncTest,
+    GetMetadataFieldsInfoAsyncTest,
+    GetMetadataFieldMinMaxAsyncTest,
+    GetMetadataFieldUniqueValuesAsyncTest,
     UpdateByFilterAsyncTest,
     WriteDocumentsAsyncTest,
 ):

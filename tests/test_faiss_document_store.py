@@ -7,14 +7,25 @@ import numpy as np
 import pytest
 from haystack import Document
 from haystack.document_stores.errors import DuplicateDocumentError
-from haystack.testing.document_store import CountDocumentsByFilterTest, DocumentStoreBaseExtendedTests
+from haystack.testing.document_store import (
+    CountDocumentsByFilterTest,
+    CountUniqueMetadataByFilterTest,
+    DocumentStoreBaseExtendedTests,
+    GetMetadataFieldMinMaxTest,
+    GetMetadataFieldsInfoTest,
+    GetMetadataFieldUniqueValuesTest,
+)
 from haystack.testing.document_store_async import (
     CountDocumentsAsyncTest,
     CountDocumentsByFilterAsyncTest,
+    CountUniqueMetadataByFilterAsyncTest,
     DeleteAllAsyncTest,
     DeleteByFilterAsyncTest,
     DeleteDocumentsAsyncTest,
     FilterDocumentsAsyncTest,
+    GetMetadataFieldMinMaxAsyncTest,
+    GetMetadataFieldsInfoAsyncTest,
+    GetMetadataFieldUniqueValuesAsyncTest,
     UpdateByFilterAsyncTest,
     WriteDocumentsAsyncTest,
 )
@@ -29,12 +40,24 @@ def _as_stored(document: Document) -> Document:
     return replace(document, embedding=np.asarray(document.embedding, dtype=np.float32).tolist())
 
 
-class TestFAISSDocumentStoreProtocol(DocumentStoreBaseExtendedTests, CountDocumentsByFilterTest):
-    """Every suite runs twice: in memory, and persisted with autosave (each mutation writes a generation)."""
+def _store(kind: str, tmp_path: Path) -> FAISSDocumentStore:
+    """A store in memory, or one persisted with autosave (each mutation writes a generation)."""
+    return FAISSDocumentStore(path=str(tmp_path / "store") if kind == "directory" else None)
+
+
+class TestFAISSDocumentStoreProtocol(
+    DocumentStoreBaseExtendedTests,
+    CountDocumentsByFilterTest,
+    CountUniqueMetadataByFilterTest,
+    GetMetadataFieldsInfoTest,
+    GetMetadataFieldMinMaxTest,
+    GetMetadataFieldUniqueValuesTest,
+):
+    """Every suite runs twice: in memory, and persisted with autosave."""
 
     @pytest.fixture(params=["memory", "directory"])
     def document_store(self, request: pytest.FixtureRequest, tmp_path: Path) -> FAISSDocumentStore:
-        return FAISSDocumentStore(path=str(tmp_path / "store") if request.param == "directory" else None)
+        return _store(request.param, tmp_path)
 
     def assert_documents_are_equal(self, received: list[Document], expected: list[Document]) -> None:
         assert received == [_as_stored(document) for document in expected]
@@ -52,18 +75,22 @@ class TestFAISSDocumentStoreProtocol(DocumentStoreBaseExtendedTests, CountDocume
 class TestFAISSDocumentStoreAsyncProtocol(
     CountDocumentsAsyncTest,
     CountDocumentsByFilterAsyncTest,
+    CountUniqueMetadataByFilterAsyncTest,
     DeleteAllAsyncTest,
     DeleteByFilterAsyncTest,
     DeleteDocumentsAsyncTest,
     FilterDocumentsAsyncTest,
+    GetMetadataFieldsInfoAsyncTest,
+    GetMetadataFieldMinMaxAsyncTest,
+    GetMetadataFieldUniqueValuesAsyncTest,
     UpdateByFilterAsyncTest,
     WriteDocumentsAsyncTest,
 ):
-    """The async twins (what DocumentWriter and Hayhooks call) against Haystack's async suites."""
+    """The async twins (what DocumentWriter and Hayhooks call) against Haystack's async suites, both variants."""
 
-    @pytest.fixture
-    def document_store(self) -> FAISSDocumentStore:
-        return FAISSDocumentStore()
+    @pytest.fixture(params=["memory", "directory"])
+    def document_store(self, request: pytest.FixtureRequest, tmp_path: Path) -> FAISSDocumentStore:
+        return _store(request.param, tmp_path)
 
     def assert_documents_are_equal(self, received: list[Document], expected: list[Document]) -> None:
         assert received == [_as_stored(document) for document in expected]

@@ -23,10 +23,11 @@ from components.stores.bm25.segments import BM25Params
 from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init
 from components.stores.bm25.tokenizers import BM25Tokenizer, TokenizerSetting
 from components.stores.document_checks import check_document_list, check_meta_storable
+from components.stores.metadata_queries import MetadataQueries
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 
-class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwins):
+class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwins, MetadataQueries):
     """
     Documents searchable with BM25 (bm25s), saved crash-safely and loaded memory-mapped.
 

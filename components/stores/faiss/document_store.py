@@ -30,12 +30,13 @@ from components.stores.faiss.searches import FAISSSearches
 from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
 from components.stores.faiss.vector_index import FAISSVectorIndex
+from components.stores.metadata_queries import MetadataQueries
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 T = TypeVar("T")
 
 
-class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentStoreAsyncTwins):
+class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentStoreAsyncTwins, MetadataQueries):
     """
     A Haystack DocumentStore with FAISS vector search, metadata pre-filtering and batch search.
 
