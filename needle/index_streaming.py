@@ -10,21 +10,24 @@ written documents in temporary files, not in memory; what grows with the corpus 
 vectors, BM25 term ids), measured by benchmarks/bench_index_memory.py.
 
 The result is the one-shot build's, byte for byte for the embedding file: same rows, same document order, same
-ids, and a bad line in any chunk fails the build with the reader's ``file, line N`` error. One progress bar (on
-a terminal) counts the corpus's documents (its non-blank lines, counted first without parsing).
+ids, and a bad line in any chunk fails the build with the reader's ``file, line N`` error. One progress step
+(``needle.progress``) counts the corpus's documents (its non-blank lines, counted first without parsing) per
+encode batch.
 """
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
-from tqdm.auto import tqdm
 
 from components.converters.jsonl_lines import count_objects
+from components.embedders.embedding_file import reusable
 from needle.direct_run import DirectRun
 from needle.index_generations import NeedleError
+from needle.progress import Progress
 
 DEFAULT_CHUNK_SIZE = 10_000
 
@@ -51,52 +54,71 @@ def streams(pipeline: Pipeline) -> bool:
 def run_chunked(pipeline: Pipeline, corpus: Path, chunk_size: int, desc: str) -> int:
     """
     Run an index PIPELINE (input ``reader.path``, output ``writer.documents_written``) over CORPUS in chunks of
-    CHUNK_SIZE documents, under one progress bar on a terminal (shown from the first chunk written on, so that an
-    error in the first chunk prints alone, and wiped on a later error; never in logs, whose error line must stand
-    alone); returns the number of documents written. The caller saves the writer's store (built with
-    ``autosave`` off) once this returns.
+    CHUNK_SIZE documents under one ``needle.progress`` step named DESC (a bar on a terminal, plain lines in logs),
+    which counts the corpus's documents as the embedder reports each encode batch done (else chunk by chunk)
+    and says whether it encodes or reads reused embeddings. Its clock starts once the pipeline is warmed up (the
+    model loaded), so its rate is that of the documents. Returns the number of documents written; the caller
+    saves the writer's store (built with ``autosave`` off) once this returns.
 
     :raises NeedleError: the corpus changed while it was read (another number of documents than counted).
     """
     total = count_objects(corpus)
-    if not streams(pipeline):
-        whole = {"reader": {"path": str(corpus)}}
-        return index_runner(pipeline, whole)(whole)
     embedder = pipeline.get_component("embedder") if "embedder" in dict(pipeline.graph.nodes) else None
-    if embedder is not None:
-        embedder.progress_bar = False  # type: ignore[attr-defined]  # one bar: ours
-        chunk_size = aligned(chunk_size, getattr(embedder, "encode_chunk_size", 1))
-    written, bar = 0, None
-    run_chunk = index_runner(pipeline, chunk_inputs(corpus, 0, chunk_size, total, embedder is not None))
-    try:
-        for start in range(0, max(total, 1), chunk_size):
-            written += run_chunk(chunk_inputs(corpus, start, chunk_size, total, embedder is not None))
-            if bar is None:
-                bar = tqdm(total=total, unit="docs", desc=desc, disable=None)  # None: on a terminal only
-            bar.update(min(chunk_size, total - start))
-    except BaseException:
-        if bar is not None:
-            bar.leave = False  # wiped, so that the error stands on a line of its own
-        raise
-    finally:
-        if bar is not None:
-            bar.close()
-    if written != total:
+    chunked = streams(pipeline)
+    chunks: list[dict[str, dict[str, Any]]] = [{"reader": {"path": str(corpus)}}]  # not chunked: one run
+    if chunked:
+        if embedder is not None:
+            chunk_size = aligned(chunk_size, getattr(embedder, "encode_chunk_size", 1))
+        starts = range(0, max(total, 1), chunk_size)
+        chunks = [chunk_inputs(corpus, start, chunk_size, total, embedder is not None) for start in starts]
+    run_chunk = index_runner(pipeline, chunks[0])  # the model loads here, before the step's clock starts
+    written = 0
+    with Progress(total=total, desc=desc, unit="docs", postfix=doing(embedder)) as bar, reporting(embedder, bar):
+        for inputs in chunks:
+            written += run_chunk(inputs)
+            bar.advance_to(written)
+    if chunked and written != total:
         raise NeedleError(f"{corpus} changed while it was indexed: {total} documents counted, {written} written")
     return written
+
+
+def doing(embedder: object | None) -> str | None:
+    """What the EMBEDDER (if any) does with the corpus: ``encoding``, or ``reading embeddings`` when its embedding
+    file is there to be reused (it reads the file's rows, or refuses the file)."""
+    if embedder is None:
+        return None
+    path, overwrite = getattr(embedder, "embedding_path", None), getattr(embedder, "overwrite", False)
+    return "reading embeddings" if reusable(path, overwrite) else "encoding"
+
+
+@contextmanager
+def reporting(embedder: object | None, bar: Progress) -> Iterator[None]:
+    """While the block runs, the EMBEDDER counts each encode batch on BAR instead of showing its own bar."""
+    if embedder is None:
+        yield
+        return
+    embedder.progress_bar = False  # type: ignore[attr-defined]  # one bar: ours
+    if not hasattr(embedder, "progress_callback"):  # an embedder that cannot report batches: counted per chunk
+        yield
+        return
+    embedder.progress_callback = bar.update
+    try:
+        yield
+    finally:
+        embedder.progress_callback = None
 
 
 def index_runner(pipeline: Pipeline, shape: dict[str, dict[str, Any]]) -> Callable[[dict[str, dict[str, Any]]], int]:
     """
     A function running the index PIPELINE once on inputs fed at the sockets of SHAPE, returning the documents
     written. Stage by stage when ``DirectRun`` can (the components never change the chunk they pass on, so
-    Haystack's deep copy of it is not needed), planned and warmed up once for every chunk; its errors come wrapped
-    as ``Pipeline.run``'s, which the callers' error handling reads.
+    Haystack's deep copy of it is not needed), planned once for every chunk; its errors come wrapped as
+    ``Pipeline.run``'s, which the callers' error handling reads. The pipeline is warmed up (models loaded) here.
     """
     direct = DirectRun.plan(pipeline, {(name, socket) for name, sockets in shape.items() for socket in sockets})
+    pipeline.warm_up()
     if direct is None:
         return lambda inputs: int(pipeline.run(inputs)["writer"]["documents_written"])
-    pipeline.warm_up()
     return lambda inputs: int(direct.run(inputs, wrap_errors=True)["writer"]["documents_written"])
 
 

@@ -35,6 +35,7 @@ from needle.index_dir import (
 from needle.index_generations import LAYOUT, check_target, previous_embeddings, remove_legacy, take_lock
 from needle.index_options import DEFAULT_OPTIONS, IndexOptions, check_store_settings
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, check_chunk_size
+from needle.progress import note
 
 logger = logging.getLogger(__name__)
 GENERATION = re.compile(r"gen-\d{6}(\.partial)?")  # LAYOUT's generation names, final or partial
@@ -166,9 +167,11 @@ class Build:
     def write(self, partial: Path) -> dict[str, Any]:
         """Fill the new generation; remove it whole when anything fails, so no debris is left.
 
-        A seed the embedder refuses (another model, another corpus) is dropped and the corpus encoded afresh.
+        A seed the embedder refuses (another model, another corpus) is dropped and the corpus encoded afresh;
+        embeddings it kept are named on stderr once the parts are built (``needle: reused N embeddings from ...``).
         """
         digest = file_sha256(self.corpus)  # before reading it: a corpus edited meanwhile never matches later
+        reused = self.reuse if self.dense and not self.overwrite else None  # the embedder refuses it, or reads it
         try:
             try:
                 self.built = self.fill(partial, self.reuse)
@@ -176,10 +179,12 @@ class Build:
                 if not self.seeded:
                     raise
                 empty_directory(partial)
-                self.built = self.fill(partial, None)
+                self.built, reused = self.fill(partial, None), None
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
             raise
+        if reused is not None:
+            note(f"reused {self.built.documents:,} embeddings from {reused}")
         self.built.corpus_sha256 = digest
         return self.built.recorded()
 

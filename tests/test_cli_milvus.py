@@ -267,6 +267,7 @@ def test_a_server_index_builds_a_collection_per_generation_and_moves_the_alias(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(needle.indexing, "save_search_pipelines", fail_after_the_load)
+    monkeypatch.setenv("NEEDLE_PROGRESS_INTERVAL", "off")  # the error line alone, no progress lines before it
     message = one_line_error(capsys, command)
     assert "live index is unchanged" in message
     assert server_state(milvus_server) == ("docs_gen000003", ["docs_gen000002", "docs_gen000003"])

@@ -247,4 +247,5 @@ def test_one_progress_bar_counts_the_whole_corpus(corpus: Path, tiny_model: str,
     logged = io.StringIO()  # not a terminal: no bar at all, as in logs
     with contextlib.redirect_stderr(logged):
         assert main([*argv[:3], str(tmp_path / "logged"), *argv[4:]]) == 0
-    assert "Indexing" not in logged.getvalue()
+    assert "\r" not in logged.getvalue()  # plain lines, no bar redrawn in place
+    assert f"needle: indexing (dense): encoding {N:,}/{N:,} docs (100%" in logged.getvalue()

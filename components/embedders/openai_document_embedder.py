@@ -9,6 +9,7 @@ the same documents with the same model and options reads it back instead of call
 built for anything else is refused with a message that says what differs.
 """
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -111,6 +112,9 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
                 raise ValueError(f"{name} must be a bool, got {flag!r}")
         self.overwrite = overwrite
         self.progress_bar = progress_bar
+        # Called with the number of documents of each batch once it is embedded (e.g. by `needle index`, which
+        # shows its own progress): run-time wiring, neither an init parameter nor serialized.
+        self.progress_callback: Callable[[int], object] | None = None
 
     def _texts_to_embed(self, documents: list[Document]) -> list[str]:
         """The exact string sent per document: prefix, embedded meta fields, content, suffix (as Haystack's)."""
@@ -181,7 +185,13 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
         if stored is not None:
             return self._result(documents, stored, self._file_meta())
         with tqdm(total=len(texts), unit="docs", desc="Embedding", disable=not self.progress_bar) as bar:
-            matrix, meta = self._embed(texts, on_batch=bar.update)
+
+            def embedded(rows: int) -> None:
+                bar.update(rows)
+                if self.progress_callback is not None:
+                    self.progress_callback(rows)
+
+            matrix, meta = self._embed(texts, on_batch=embedded)
         return self._result(documents, self._kept(documents, texts, matrix), meta)
 
     @component.output_types(documents=list[Document], meta=dict[str, Any])

@@ -17,6 +17,8 @@ that factory, so sharing is kept. This module holds:
 import atexit
 import threading
 import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal, Self, TypeAlias, cast
 
 import numpy as np
@@ -158,10 +160,20 @@ class SentenceTransformersEncodingMixin:
             _pool_for(self.embedding_backend.model, self.gpu_ids)
         return self.embedding_backend
 
-    def _encode(self, texts: list[str], *, show_progress_bar: bool, use_pool: bool = True) -> Embeddings:
+    def _encode(
+        self,
+        texts: list[str],
+        *,
+        show_progress_bar: bool,
+        use_pool: bool = True,
+        on_batch: Callable[[int], object] | None = None,
+    ) -> Embeddings:
         """Encode `texts` in one `SentenceTransformer.encode` call and return an (N, dim) numpy matrix.
 
         `use_pool=False` keeps a single query on the first GPU instead of shipping it to worker processes.
+        `on_batch` is called with the number of texts of each batch once its forward pass is done (what is left
+        uncounted, e.g. by a multi-GPU pool whose batches run in other processes, once the call returns): its
+        counts always add up to len(texts), and the call's batches and results are those of a call without it.
         """
         model = self._load_backend().model
         kwargs: dict[str, Any] = dict(self.encode_kwargs or {})
@@ -170,7 +182,7 @@ class SentenceTransformersEncodingMixin:
         if use_pool and self.gpu_ids is not None and len(self.gpu_ids) > 1:
             kwargs["pool"] = _pool_for(model, self.gpu_ids)
         calibrated = self.quantization_ranges is not None and self.precision in ("int8", "uint8")
-        with _lock_for(model):
+        with _lock_for(model), _counting_batches(model, on_batch) as counted:
             # A list of strings with convert_to_numpy=True gives one (N, dim) matrix; `**kwargs` hides which
             # overload of encode applies, so mypy would only know Any here.
             embeddings: Embeddings = model.encode(
@@ -183,11 +195,39 @@ class SentenceTransformersEncodingMixin:
                 convert_to_numpy=True,
                 **kwargs,
             )
+        if on_batch is not None and len(texts) > counted[0]:
+            on_batch(len(texts) - counted[0])
         if calibrated:
             ranges = np.asarray(self.quantization_ranges)
             # sentence-transformers types the result as `ndarray | list[ndarray]`; a matrix in gives a matrix out.
             return cast(Embeddings, quantize_embeddings(embeddings, precision=self.precision, ranges=ranges))
         return embeddings
+
+
+@contextmanager
+def _counting_batches(model: SentenceTransformer, on_batch: Callable[[int], object] | None) -> Iterator[list[int]]:
+    """While the block runs, call ON_BATCH with the rows of each forward pass of MODEL (one per encode batch);
+    yields the running total, as a one-item list. Hold the model's lock: a forward hook sees every caller's batches.
+
+    sentence-transformers' own bar is the only other view of its batches; a forward hook (torch's public API)
+    counts them without changing how `encode` splits, sorts or pads them, so the vectors stay bit for bit the same.
+    """
+    counted = [0]
+    if on_batch is None:
+        yield counted
+        return
+
+    def count(module: Any, args: Any, output: Any) -> None:
+        vectors = output.get("sentence_embedding") if isinstance(output, Mapping) else None  # a BatchEncoding
+        if vectors is not None and len(vectors):
+            counted[0] += len(vectors)
+            on_batch(len(vectors))
+
+    handle = model.register_forward_hook(count)
+    try:
+        yield counted
+    finally:
+        handle.remove()
 
 
 class SentenceTransformersQueryEmbedderBase(SentenceTransformersEncodingMixin):

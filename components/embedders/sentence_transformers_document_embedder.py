@@ -4,7 +4,8 @@ Added on top of Haystack's component (all its parameters keep their meaning):
 
 * `prompt_name` / `task` (seed `psg_prompt_name` / `psg_task`) and `gpu_ids` (multi-process pool over GPUs);
 * `encode_chunk_size` -- the corpus is encoded this many texts at a time, bounding the memory
-  sentence-transformers holds per call; the progress bar counts texts across chunks;
+  sentence-transformers holds per call; the progress bar counts texts batch by batch across chunks, and so does
+  `progress_callback`, an attribute for code that shows progress its own way (`needle index`);
 * `embedding_path` / `overwrite` -- the seed's `.npy` (float32, shape (N, dim), row i = input document i),
   written atomically with a fingerprint sidecar (see `embedding_file`). An existing file is reused only when
   it was built by the same model and options from the same ids and texts; anything else is an error that says
@@ -14,6 +15,7 @@ Embeddings come back from one `encode` call per chunk as a numpy matrix and are 
 wrapper adds next to nothing to sentence-transformers' own time.
 """
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -138,6 +140,9 @@ class SentenceTransformersDocumentEmbedder(
         self.embedding_path = embedding_path
         self.overwrite = overwrite
         self._stream: EmbeddingFileStream | None = None  # the embedding file of a streamed corpus (see `run`)
+        # Called with the number of documents of each batch once it is encoded (e.g. by `needle index`, which
+        # shows its own progress): run-time wiring, neither an init parameter nor serialized.
+        self.progress_callback: Callable[[int], object] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component: Haystack's parameters plus ours (the token stays an env-var reference)."""
@@ -189,19 +194,24 @@ class SentenceTransformersDocumentEmbedder(
         }
 
     def _encode_corpus(self, texts: list[str]) -> Embeddings:
-        """Encode `texts` in chunks of `encode_chunk_size` into one preallocated (N, dim) matrix."""
+        """Encode `texts` in chunks of `encode_chunk_size` into one (N, dim) matrix, counting every batch encoded
+        on the progress bar (when `progress_bar` is set) and to `progress_callback` (when one is set)."""
         size = self.encode_chunk_size
-        if len(texts) <= size:
-            return self._encode(texts, show_progress_bar=self.progress_bar)
         with tqdm(total=len(texts), unit="texts", desc="Embedding", disable=not self.progress_bar) as bar:
-            first = self._encode(texts[:size], show_progress_bar=False)  # its width and dtype size the matrix
-            matrix: Embeddings = np.empty((len(texts), first.shape[1]), dtype=first.dtype)
+
+            def encoded(rows: int) -> None:
+                bar.update(rows)
+                if self.progress_callback is not None:
+                    self.progress_callback(rows)
+
+            first = self._encode(texts[:size], show_progress_bar=False, on_batch=encoded)
+            if len(texts) <= size:
+                return first
+            matrix: Embeddings = np.empty((len(texts), first.shape[1]), dtype=first.dtype)  # sized by the first
             matrix[: len(first)] = first
-            bar.update(len(first))
             for start in range(size, len(texts), size):
-                chunk = self._encode(texts[start : start + size], show_progress_bar=False)
+                chunk = self._encode(texts[start : start + size], show_progress_bar=False, on_batch=encoded)
                 matrix[start : start + len(chunk)] = chunk
-                bar.update(len(chunk))
         return matrix
 
     def _embeddings_for(self, documents: list[Document]) -> Embeddings:
