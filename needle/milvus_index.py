@@ -15,6 +15,7 @@ closes, so the CLI closes every store it opened.
 """
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,12 +53,17 @@ def is_server(uri: str) -> bool:
 
 
 def quiet_lite_logging() -> None:
-    """Keep milvus_lite's traceback of a locked database off stderr: the store's one-line error says it all.
+    """Keep Milvus Lite's and gRPC's logging off stderr: the store's one-line errors say what failed.
 
-    ``milvus_lite.server_manager`` logs the failed start with ``logger.exception`` before pymilvus raises, and
-    without a handler Python prints that traceback on stderr, above the CLI's one-line error.
+    ``milvus_lite.server_manager`` logs the failed start of a locked database with ``logger.exception`` before
+    pymilvus raises, and without a handler Python prints that traceback on stderr, above the CLI's one-line
+    error. gRPC's C core logs through absl straight to stderr (e.g. "Received a GOAWAY ... too_many_pings"); it
+    reads ``GRPC_VERBOSITY`` once, when ``grpc`` is first imported, so the CLI sets it before anything imports
+    pymilvus (a value the user set is kept). pymilvus's own loggers are quieted where a store connects
+    (``components.stores.milvus.connection.quiet_pymilvus``).
     """
     logging.getLogger("milvus_lite.server_manager").setLevel(logging.CRITICAL)
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 
 def check_milvus_options(uri: str | None, collection: str | None, lang: str, dense: bool) -> None:
@@ -137,10 +143,14 @@ def build_milvus(
     Run pipelines/milvus_index.yaml into GENERATION's collection, once per CHUNK_SIZE documents
     (``needle.index_streaming``); returns (documents written, dimension).
 
-    The embeddings go to GENERATION/embeddings.npy and are carried over from ``reuse`` as for FAISS. The store is
-    flushed after the bulk load, then closed (and a Lite database released, so the generation can be renamed).
+    A server is first asked whether it can hold the collection (``check_server``), and the store connects before
+    anything is embedded. The embeddings go to GENERATION/embeddings.npy and are carried over from ``reuse`` as for
+    FAISS. The store is flushed after the bulk load, then closed (and a Lite database released, so the generation
+    can be renamed).
     ``options``: the reader's duplicate-id rule and the collection's own settings (``needle.index_options``).
     """
+    if place.server:
+        check_server(place.uri, bm25)
     npy = carry_embeddings(generation, reuse, overwrite)
     data = pf.load_template("milvus_index")
     set_document_embedder(data, model, str(npy), overwrite, embedder)  # embedder: the backend, as for FAISS
@@ -151,6 +161,7 @@ def build_milvus(
     pipeline = pf.build(data)
     store = cast("MilvusDocumentStore", pipeline.get_component("writer").document_store)  # type: ignore[attr-defined]
     try:
+        store.warm_up()  # connect (a locked Lite database fails here) before the first chunk is embedded
         with embeddings_refused():
             written = run_chunked(pipeline, corpus, chunk_size, "Indexing (Milvus)")
         store.flush()
@@ -182,15 +193,29 @@ def close_stores(pipeline: Pipeline) -> None:
             store.close()
 
 
+def check_server(uri: str, bm25: bool) -> None:
+    """Refuse a server that cannot hold the collection (BM25 before Milvus 2.5: the error names both versions).
+
+    ``build_milvus`` asks before it builds the pipeline, which loads the embedding model: a server without BM25
+    (Milvus 2.3 answers "create index on 104 field is not supported" to the first write) fails in seconds.
+    """
+    with server_client(uri, bm25=bm25):
+        pass
+
+
 @contextmanager
-def server_client(uri: str) -> Iterator[Any]:
-    """A client of the Milvus server at ``uri`` (token from MILVUS_TOKEN), closed afterwards."""
+def server_client(uri: str, bm25: bool = False) -> Iterator[Any]:
+    """A client of the Milvus server at ``uri`` (token from MILVUS_TOKEN), closed afterwards.
+
+    ``open_client`` refuses a server without what a collection with(out) BM25 needs; managing collections and
+    aliases needs no BM25.
+    """
     from pymilvus.exceptions import MilvusException
 
     from components.stores.milvus.connection import open_client
     from components.stores.milvus.settings import MilvusSettings
 
-    client = open_client(MilvusSettings(uri=uri), Secret.from_env_var("MILVUS_TOKEN", strict=False))
+    client = open_client(MilvusSettings(uri=uri, bm25=bm25), Secret.from_env_var("MILVUS_TOKEN", strict=False))
     try:
         yield client
     except MilvusException as error:
@@ -235,20 +260,12 @@ def point_alias(uri: str, alias: str, collection: str) -> None:
 
 
 def _alias_exists(client: Any, alias: str) -> bool:
-    """Whether ``alias`` is an alias on the server (describe_alias raises when it is not).
-
-    pymilvus logs every failed call with its traceback; "no such alias" is an answer here, not an error, so its
-    logger is held above ERROR for this one call (the first build on a server would print a traceback otherwise).
-    """
+    """Whether ``alias`` is an alias on the server (describe_alias raises when it is not; pymilvus's traceback
+    of that failed call is kept off stderr by ``open_client``)."""
     from pymilvus.exceptions import MilvusException
 
-    rpc_logger = logging.getLogger("pymilvus.decorators")
-    level = rpc_logger.level
-    rpc_logger.setLevel(logging.CRITICAL)
     try:
         client.describe_alias(alias)
     except MilvusException:
         return False
-    finally:
-        rpc_logger.setLevel(level)
     return True

@@ -4,20 +4,25 @@ Every client call goes through ``_call``. A connection closed by the server whil
 retried once; a collection found released (a restarted server loads nothing) is loaded and the call made once
 more. Anything else becomes one line naming the collection and URI: the connection lost
 (``MilvusConnectionError``), the collection dropped (``MilvusCollectionError``), or what Milvus said.
-``_stored`` reads rows by id in chunks, for the duplicate policies.
+``_stored`` reads rows by id in chunks; ``_matching`` reads the documents a Haystack filter selects.
 """
 
 import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from components.stores.milvus.collection import ensure_loaded, is_missing, is_released, missing, where
 from components.stores.milvus.connection import call_failure, sent_away
+from components.stores.milvus.filters import MilvusFilter, translate
+from components.stores.milvus.records import output_fields, stored_fields, to_document
 from components.stores.milvus.settings import MilvusSettings
+
+QUERY_BATCH = 1000
 
 
 class MilvusCalls:
@@ -25,6 +30,7 @@ class MilvusCalls:
 
     settings: MilvusSettings
     dim: int | None
+    _flagged: bool  # the collection has the embedding flag (see collection.EMBEDDED_FIELD)
     _collection_exists: bool
 
     @property
@@ -89,3 +95,38 @@ class MilvusCalls:
                 timeout=self.settings.timeout,
             )
         return found
+
+    def _filter(self, filters: dict[str, Any] | None) -> MilvusFilter:
+        """Haystack ``filters`` translated for this collection (call after connecting: it reads the schema)."""
+        return translate(filters, self.settings, self._flagged)
+
+    def _matching(self, where: MilvusFilter, vectors: bool) -> list[Document]:
+        """
+        Every stored document ``where`` selects (not capped at Milvus's 16,384 query limit), with embeddings if
+        ``vectors``: Milvus's expression, then Haystack's matcher when the expression only narrows.
+
+        The caller has checked that the collection exists.
+        """
+        if where.expression is None:
+            return []
+        fields = (
+            stored_fields(self.settings, self._flagged) if vectors or where.vectors else output_fields(self.settings)
+        )
+        iterator = self._call(
+            "query_iterator",
+            self.settings.collection_name,
+            batch_size=QUERY_BATCH,
+            filter=where.expression,
+            output_fields=fields,
+            timeout=self.settings.timeout,
+        )
+        documents: list[Document] = []
+        try:
+            while batch := iterator.next():
+                found = (to_document(entity, self.settings) for entity in batch)
+                documents.extend(document for document in found if where.keeps(document))
+        except MilvusException as error:
+            raise self._failure("query_iterator", error) from error
+        finally:
+            iterator.close()
+        return documents

@@ -2,22 +2,36 @@
 
 The schema is UltraRAG's (VARCHAR id up to ``id_max_length``, FLOAT_VECTOR, VARCHAR text up to
 ``text_max_length``) plus, with ``bm25``, a sparse field filled by Milvus's BM25 function from the text, each
-with its index (dense: ``index_params`` with ``metric_type``; sparse: SPARSE_INVERTED_INDEX with BM25). An
-existing collection is used only if its fields, dimension and metric are the ones asked for; otherwise a
+with its index (dense: ``index_params`` with ``metric_type``; sparse: SPARSE_INVERTED_INDEX with BM25), and a
+BOOL field ``EMBEDDED_FIELD`` saying whether the row's vector is the document's embedding.
+
+Documents without an embedding (text for BM25 only) are stored with a placeholder vector and the flag false,
+and dense search asks for ``flag == true``. Milvus Lite 3.2.2 accepts nullable FLOAT_VECTOR fields but stores a
+null vector as zeros, reads it back as zeros and returns it from dense search (distance 0), so a nullable vector
+cannot tell "no embedding" apart. A collection created before the flag ("legacy") holds embedded rows only: it is
+searched exactly as before and refuses documents without an embedding.
+
+An existing collection is used only if its fields, dimension and metric are the ones asked for; otherwise a
 one-line error names the collection, what differs and the setting to change, and nothing is written.
 """
 
 from typing import Any
 
-from haystack.document_stores.errors import DocumentStoreError
+from milvus_haystack.document_store import MilvusStoreError
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from components.stores.milvus.settings import MilvusSettings
 
+EMBEDDED_FIELD = "_has_embedding"  # BOOL: the row's vector is the document's embedding (else a placeholder)
 
-class MilvusCollectionError(DocumentStoreError):
-    """A Milvus collection cannot be used as configured (missing, or built with other fields, size or metric)."""
+
+class MilvusCollectionError(MilvusStoreError):  # type: ignore[misc]
+    """
+    A Milvus collection cannot be used as configured (missing, or built with other fields, size or metric).
+
+    A ``MilvusStoreError`` (a ``DocumentStoreError``), so code written against milvus-haystack catches it.
+    """
 
 
 def where(settings: MilvusSettings) -> str:
@@ -45,6 +59,11 @@ def is_released(error: MilvusException) -> bool:
     return error.code == 101 or "not loaded" in message or "released" in message
 
 
+def bm25_function_name(settings: MilvusSettings) -> str:
+    """The name of the collection's BM25 function."""
+    return f"{settings.sparse_field_name}_bm25"
+
+
 def create_collection(client: MilvusClient, settings: MilvusSettings, dim: int) -> None:
     """Create the collection, its indexes, and load it for search."""
     schema = client.create_schema(auto_id=False, enable_dynamic_field=True)
@@ -54,11 +73,12 @@ def create_collection(client: MilvusClient, settings: MilvusSettings, dim: int) 
         text_options = {"enable_analyzer": True, "analyzer_params": settings.analyzer_params()}
     schema.add_field(settings.text_field_name, DataType.VARCHAR, max_length=settings.text_max_length, **text_options)
     schema.add_field(settings.vector_field_name, DataType.FLOAT_VECTOR, dim=dim)
+    schema.add_field(EMBEDDED_FIELD, DataType.BOOL)
     if settings.bm25:
         schema.add_field(settings.sparse_field_name, DataType.SPARSE_FLOAT_VECTOR)
         schema.add_function(
             Function(
-                name=f"{settings.sparse_field_name}_bm25",
+                name=bm25_function_name(settings),
                 input_field_names=[settings.text_field_name],
                 output_field_names=[settings.sparse_field_name],
                 function_type=FunctionType.BM25,
@@ -74,9 +94,11 @@ def create_collection(client: MilvusClient, settings: MilvusSettings, dim: int) 
     client.load_collection(settings.collection_name, timeout=settings.timeout)
 
 
-def check_collection(client: MilvusClient, settings: MilvusSettings, dim: int | None) -> int:
+def check_collection(client: MilvusClient, settings: MilvusSettings, dim: int | None) -> tuple[int, bool]:
     """
-    Check an existing collection against the settings (and ``dim`` when known); return its dimension.
+    Check an existing collection against the settings (and ``dim`` when known).
+
+    :returns: its dimension, and whether it has ``EMBEDDED_FIELD`` (False: a legacy collection).
 
     :raises MilvusCollectionError: naming what differs and the setting that selects another collection.
     """
@@ -92,7 +114,7 @@ def check_collection(client: MilvusClient, settings: MilvusSettings, dim: int | 
     for name, (kind, setting) in expected.items():
         if name not in fields or fields[name]["type"] != kind:
             raise MilvusCollectionError(
-                f"{where(settings)} has no {kind.name} field {name!r} (its fields: {', '.join(fields)}): "
+                f"{where(settings)} has no {kind.name} field {name!r} (its fields: {_shown_fields(fields)}): "
                 f"set {setting}, or {hint}"
             )
     found = int(fields[settings.vector_field_name]["params"]["dim"])
@@ -107,7 +129,13 @@ def check_collection(client: MilvusClient, settings: MilvusSettings, dim: int | 
             f"{where(settings)} is indexed with metric {metric}, not {settings.metric_type}: "
             f"set metric_type={metric}, or {hint}"
         )
-    return found
+    flag = fields.get(EMBEDDED_FIELD)
+    return found, flag is not None and flag["type"] == DataType.BOOL
+
+
+def _shown_fields(fields: dict[str, Any]) -> str:
+    """The collection's fields a setting can name (the embedding flag is the store's own)."""
+    return ", ".join(name for name in fields if name != EMBEDDED_FIELD)
 
 
 def dense_metric(client: MilvusClient, settings: MilvusSettings) -> str | None:

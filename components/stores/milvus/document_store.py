@@ -15,7 +15,10 @@ where it is handled):
   ``from_dict`` imports any module a serialized ``builtin_function`` names), one-line errors for an
   unreachable URI, a refused token, a locked Milvus Lite database, a missing or mismatched collection;
 - ``close`` unlocks a Milvus Lite database, a restarted server needs no reload by the user, and an OVERWRITE
-  replaces the meta on Milvus Lite too (see ``connection``, ``calls`` and ``writes``).
+  replaces the meta on Milvus Lite too (see ``connection``, ``calls`` and ``writes``);
+- Haystack's DocumentStore contract: documents without an embedding are stored (``collection``), never returned
+  by dense search; ``filter_documents`` returns embeddings and meta as written; filters mean what Haystack's
+  matcher means (``filters``); upstream's retrievers run our searches (``upstream``).
 """
 
 import copy
@@ -27,10 +30,10 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 from milvus_haystack import MilvusDocumentStore as UpstreamMilvusDocumentStore
 from pymilvus import MilvusClient
-from pymilvus.exceptions import MilvusException
 
 from components.stores.async_twins import DocumentStoreAsyncTwins
 from components.stores.document_checks import check_document_list
+from components.stores.metadata_queries import MetadataQueries
 from components.stores.milvus.collection import (
     MilvusCollectionError,
     check_collection,
@@ -47,9 +50,10 @@ from components.stores.milvus.connection import (
     open_client,
 )
 from components.stores.milvus.filter_operations import MilvusFilterOperations
-from components.stores.milvus.records import milvus_filter, output_fields, to_document, to_rows
-from components.stores.milvus.searches import RANKERS, MilvusSearches
+from components.stores.milvus.records import embedding_size, to_rows
+from components.stores.milvus.searches import RANKERS
 from components.stores.milvus.settings import MilvusSettings
+from components.stores.milvus.upstream import UpstreamCompatibility
 from components.stores.milvus.writes import clear_stale_meta, rows_to_write
 
 logger = logging.getLogger(__name__)
@@ -57,10 +61,11 @@ __all__ = ["RANKERS", "MilvusDocumentStore"]
 
 
 class MilvusDocumentStore(
+    UpstreamCompatibility,  # first: its retrieval methods replace upstream's
     UpstreamMilvusDocumentStore,  # type: ignore[misc]
-    MilvusSearches,
     MilvusFilterOperations,
     DocumentStoreAsyncTwins,
+    MetadataQueries,
 ):
     """
     A Haystack DocumentStore in one Milvus collection: dense vectors, text with Milvus's BM25, and metadata.
@@ -79,6 +84,7 @@ class MilvusDocumentStore(
         vector_field_name: str = "vector",
         text_field_name: str = "contents",
         sparse_field_name: str = "sparse",
+        embedding_dim: int | None = None,
         id_max_length: int = 64,
         text_max_length: int = 60_000,
         metric_type: str = "IP",
@@ -98,6 +104,8 @@ class MilvusDocumentStore(
         :param vector_field_name: dense vector field.
         :param text_field_name: text field (VARCHAR of up to ``text_max_length`` bytes; longer text is cut).
         :param sparse_field_name: BM25 sparse field, filled by Milvus from the text.
+        :param embedding_dim: vector size of a new collection; needed only when its first write has no embedded
+            document (None: the size of the first embeddings written).
         :param metric_type: IP (default, as in the seed), COSINE or L2.
         :param index_params: dense index parameters (default AUTOINDEX), e.g. ``{"index_type": "HNSW", ...}``.
         :param search_params: dense search parameters, e.g. ``{"params": {"ef": 64}}``.
@@ -116,6 +124,7 @@ class MilvusDocumentStore(
             vector_field_name=vector_field_name,
             text_field_name=text_field_name,
             sparse_field_name=sparse_field_name,
+            embedding_dim=embedding_dim,
             id_max_length=id_max_length,
             text_max_length=text_max_length,
             metric_type=metric_type,
@@ -132,6 +141,8 @@ class MilvusDocumentStore(
         self._client: MilvusClient | None = None
         self._merging_upsert = False
         self.dim: int | None = None
+        self._flagged = False
+        self._set_upstream_attributes()
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the settings; the token as its env var reference, never its value."""
@@ -163,24 +174,13 @@ class MilvusDocumentStore(
                 with self._errors("describe_collection"):
                     self._merging_upsert = is_lite_engine(client)  # see writes.clear_stale_meta
                     if client.has_collection(self.settings.collection_name):
-                        self.dim = check_collection(client, self.settings, None)
+                        self.dim, self._flagged = check_collection(client, self.settings, self.settings.embedding_dim)
                         ensure_loaded(client, self.settings)  # a reopened database starts released: load it
             except BaseException:
                 close_client(client, self.settings)  # else a Lite database would stay locked by this process
                 raise
             self._client = client
             self._sync_upstream_state()
-
-    def _sync_upstream_state(self) -> None:
-        """Set the attributes milvus-haystack's inherited methods read (upstream sets them while connecting)."""
-        settings = self.settings
-        self._milvus_client = self._client
-        self.collection_name = settings.collection_name
-        self.partition_names = None
-        self._primary_field, self._text_field = settings.id_field_name, settings.text_field_name
-        self._vector_field, self._sparse_vector_field = settings.vector_field_name, settings.sparse_field_name
-        self.enable_dynamic_field, self._dummy_value = True, 999.0
-        self._collection_exists = self.dim is not None
 
     @property
     def bm25_analyzer_in_use(self) -> str:
@@ -205,59 +205,65 @@ class MilvusDocumentStore(
             return int(result[0]["count(*)"])
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
-        """All documents matching Haystack ``filters`` (all of them, not capped at Milvus's 16,384 query limit)."""
-        expression = milvus_filter(filters, self.settings)
+        """
+        All documents matching Haystack ``filters``, with their embeddings (not capped at Milvus's query limit).
+
+        :raises FilterError: naming the field and operator of a malformed filter or an uncomparable value.
+        """
         with self._lock:
-            if expression is None or not self._exists():  # None: the filters match nothing
-                return []
-            iterator = self._call(
-                "query_iterator",
-                self.settings.collection_name,
-                batch_size=1000,
-                filter=expression,
-                output_fields=output_fields(self.settings),
-                timeout=self.settings.timeout,
-            )
-            documents: list[Document] = []
-            try:
-                while batch := iterator.next():
-                    documents.extend(to_document(entity, self.settings) for entity in batch)
-            except MilvusException as error:
-                raise self._failure("query_iterator", error) from error
-            finally:
-                iterator.close()
-            return documents
+            where, exists = self._selected(filters)
+            return self._matching(where, vectors=True) if exists else []
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """
-        Write embedded documents; the collection is created on the first write with their dimension.
+        Write documents, with or without embeddings; the first write creates the collection.
+
+        A new collection's vectors have the size of the first embeddings written, or ``embedding_dim``.
 
         :param policy: OVERWRITE (upsert), SKIP (keep what is stored), NONE or FAIL (error on an existing id).
         :returns: the number of documents written.
-        :raises ValueError: naming the document with no embedding, an id too long or a reserved meta key.
+        :raises ValueError: naming the document with an embedding of another size, an id too long or a reserved
+            meta key; or a first write with no embedding and no ``embedding_dim``.
         :raises DuplicateDocumentError: an id already stored (or twice in ``documents``) under NONE/FAIL.
-        :raises MilvusCollectionError: the collection exists with another dimension, metric or fields.
+        :raises MilvusCollectionError: the collection exists with another dimension, metric or fields, or was
+            created before documents without an embedding could be stored and one has none.
         """
         check_document_list(documents)
         if not documents:
             return 0
-        rows = to_rows(documents, self.settings)
+        size = embedding_size(documents)
         with self._lock:
-            self._prepare_collection(len(rows[0][self.settings.vector_field_name]))
+            exists = self._exists()
+            dim = (size or self.dim or 0) if exists else self._new_dim(size)
+            rows = to_rows(documents, self.settings, dim, self._flagged or not exists)  # checked before any change
+            self._prepare_collection(dim)
             key, overwrite = self.settings.id_field_name, policy == DuplicatePolicy.OVERWRITE
             stored = set() if overwrite else {row[key] for row in self._stored([r[key] for r in rows], [key])}
             rows = rows_to_write(rows, policy, stored, self.settings, where(self.settings))
             if overwrite and self._merging_upsert:
                 clear_stale_meta(rows, self._stored([r[key] for r in rows], ["$meta"]), self.settings)
             write = "upsert" if overwrite else "insert"
-            size = self.settings.index_chunk_size
-            for start in range(0, len(rows), size):
+            chunk = self.settings.index_chunk_size
+            for start in range(0, len(rows), chunk):
                 self._call(
-                    write, self.settings.collection_name, rows[start : start + size], timeout=self.settings.timeout
+                    write, self.settings.collection_name, rows[start : start + chunk], timeout=self.settings.timeout
                 )
-            if len(rows) >= size:
+            if len(rows) >= chunk:
                 self.flush()
             return len(rows)
+
+    def _new_dim(self, size: int | None) -> int:
+        """The vector size of the collection the first write creates: the embeddings' size, or ``embedding_dim``."""
+        setting = self.settings.embedding_dim
+        if size is not None and setting is not None and size != setting:
+            raise ValueError(f"the documents' embeddings have {size} values but embedding_dim is {setting}")
+        dim = size or setting
+        if dim is None:
+            raise ValueError(
+                f"{where(self.settings)} does not exist yet and no document has an embedding, so its vector size "
+                f"is unknown: set embedding_dim (your embedder's size), or write embedded documents first"
+            )
+        return dim
 
     def _prepare_collection(self, dim: int) -> None:
         """Create the collection for ``dim``-dimensional vectors, or check that the existing one has them."""
@@ -267,8 +273,8 @@ class MilvusDocumentStore(
             return
         with self._errors("create_collection"):
             create_collection(self.client, self.settings, dim)
-        self.dim = dim
-        self._collection_exists = True
+        self.dim, self._flagged = dim, True
+        self._sync_upstream_state()
         logger.info(
             "created {where} (BM25 analyzer: {analyzer})", where=where(self.settings), analyzer=self._analyzer()
         )

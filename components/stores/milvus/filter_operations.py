@@ -3,8 +3,8 @@
 ``DocumentStoreAsyncTwins`` gives every store here ``count_documents_by_filter_async``,
 ``get_documents_by_id_async``, ``delete_by_filter_async``, ``update_by_filter_async`` and
 ``delete_all_documents_async``; these are the synchronous methods they run (milvus-haystack 0.1.0 has none of
-them). Filters use the store's one translation (``records.milvus_filter``), so they match exactly what
-``filter_documents`` returns.
+them). Filters use the store's one translation (``filters.translate``), so they match exactly what
+``filter_documents`` returns; documents come back whole (content, meta, embedding).
 """
 
 import threading
@@ -12,9 +12,12 @@ from typing import Any
 
 from haystack import Document
 
+from components.stores.async_twins import twin
 from components.stores.document_checks import check_meta_storable
 from components.stores.milvus.calls import MilvusCalls
-from components.stores.milvus.records import milvus_filter, output_fields, to_document
+from components.stores.milvus.collection import EMBEDDED_FIELD
+from components.stores.milvus.filters import MilvusFilter
+from components.stores.milvus.records import not_meta, stored_fields, to_document
 
 
 class MilvusFilterOperations(MilvusCalls):
@@ -25,17 +28,27 @@ class MilvusFilterOperations(MilvusCalls):
     def _exists(self) -> bool:
         raise NotImplementedError
 
-    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
-        raise NotImplementedError
+    def _selected(self, filters: dict[str, Any] | None) -> tuple[MilvusFilter, bool]:
+        """The translated ``filters`` and whether the collection exists (connecting first: both read the schema)."""
+        exists = self._exists()
+        return self._filter(filters), exists
 
     def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
-        """How many documents match ``filters``."""
-        expression = milvus_filter(filters, self.settings)
+        """How many documents match ``filters`` (Milvus counts; an inexact filter counts what the matcher keeps)."""
         with self._lock:
-            if expression is None or not self._exists():
+            where, exists = self._selected(filters)
+            if where.expression is None or not exists:
                 return 0
-            result = self._call("query", self.settings.collection_name, filter=expression, output_fields=["count(*)"])
+            if not where.exact:
+                return len(self._matching(where, vectors=False))
+            result = self._call(
+                "query", self.settings.collection_name, filter=where.expression, output_fields=["count(*)"]
+            )
             return int(result[0]["count(*)"])
+
+    def _matching_ids(self, filters: dict[str, Any] | None) -> list[str]:
+        where, exists = self._selected(filters)
+        return [document.id for document in self._matching(where, vectors=False)] if exists else []
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
         """The stored documents among ``ids`` (unknown ids are left out)."""
@@ -44,19 +57,38 @@ class MilvusFilterOperations(MilvusCalls):
         with self._lock:
             if not ids or not self._exists():
                 return []
-            return [to_document(row, self.settings) for row in self._stored(ids, output_fields(self.settings))]
+            fields = stored_fields(self.settings, self._flagged)
+            return [to_document(row, self.settings) for row in self._stored(ids, fields)]
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
         """Delete the documents matching ``filters``; returns how many were deleted."""
         with self._lock:
-            ids = [document.id for document in self.filter_documents(filters)]
+            ids = self._matching_ids(filters)
             self._delete_ids(ids)
             return len(ids)
 
-    def delete_all_documents(self) -> None:
-        """Delete every document and keep the collection (its schema, indexes and settings)."""
+    def _prepare_collection(self, dim: int) -> None:
+        raise NotImplementedError
+
+    def delete_all_documents(self, recreate_index: bool = False) -> None:
+        """
+        Delete every document.
+
+        :param recreate_index: False keeps the collection (its schema, indexes and settings); True drops it and
+            creates it again from the settings with the same vector size, in the current schema (a collection
+            created before documents without embeddings could be stored gains the embedding flag).
+        """
         with self._lock:
-            self._delete_ids([document.id for document in self.filter_documents(None)])
+            if not recreate_index:
+                self._delete_ids(self._matching_ids(None))
+                return
+            if not self._exists() or self.dim is None:
+                return
+            dim, self.dim = self.dim, None
+            self._call("drop_collection", self.settings.collection_name, timeout=self.settings.timeout)
+            self._prepare_collection(dim)
+
+    delete_all_documents_async = twin(delete_all_documents)
 
     def _delete_ids(self, ids: list[str]) -> None:
         size = self.settings.index_chunk_size
@@ -69,17 +101,16 @@ class MilvusFilterOperations(MilvusCalls):
         """
         Merge ``meta`` into the meta of every document matching ``filters``; returns how many were updated.
 
-        The rows are read with their vectors and upserted whole, so content and embeddings stay as they were.
+        The rows are read with their vectors (and embedding flags) and upserted whole, so content and embeddings
+        stay as they were.
         """
         check_meta_storable(meta)
-        reserved = {self.settings.id_field_name, self.settings.text_field_name, self.settings.vector_field_name}
-        clashes = reserved | {self.settings.sparse_field_name}
-        if clashes & set(meta):
-            raise ValueError(f"meta key(s) {sorted(clashes & set(meta))} would overwrite the collection's fields")
+        clashes = {*not_meta(self.settings), EMBEDDED_FIELD} & set(meta)
+        if clashes:
+            raise ValueError(f"meta key(s) {sorted(clashes)} would overwrite the collection's fields")
         with self._lock:
-            ids = [document.id for document in self.filter_documents(filters)]
-            fields = [*output_fields(self.settings), self.settings.vector_field_name]
-            rows = [{**row, **meta} for row in self._stored(ids, fields)]
+            ids = self._matching_ids(filters)
+            rows = [{**row, **meta} for row in self._stored(ids, stored_fields(self.settings, self._flagged))]
             size = self.settings.index_chunk_size
             for start in range(0, len(rows), size):
                 self._call(

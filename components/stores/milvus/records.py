@@ -1,101 +1,89 @@
-"""Documents to Milvus rows and back, and Haystack filters to Milvus expressions, under the store's field names.
+"""Documents to Milvus rows and back, under the store's field names.
 
-Rows follow the seed's schema: the id and text fields named by the settings, the vector, and the meta keys as
-dynamic fields. A meta key that would overwrite one of those fields is an error; meta values Milvus cannot
-store are dropped with a warning (milvus-haystack's ``_discard_invalid_meta``). Text longer than
-``text_max_length`` UTF-8 bytes (Milvus counts VARCHAR length in bytes) is cut at a character boundary with
+Rows follow the seed's schema: the id and text fields named by the settings, the vector, the embedding flag
+(``collection.EMBEDDED_FIELD``; a document without an embedding gets ``placeholder`` as its vector) and the
+meta keys as dynamic fields. A meta key that would overwrite one of those fields is an error. Meta values are
+stored as JSON, so they read back as written (lists, nested dicts, empty lists too); a None value reads back as
+absent, which Haystack's filters treat alike, and a value JSON cannot hold is dropped with a warning. Text longer
+than ``text_max_length`` UTF-8 bytes (Milvus counts VARCHAR length in bytes) is cut at a character boundary with
 a warning, never a failed insert; an id over ``id_max_length`` is an error naming it.
 """
 
+import json
 import logging
 from typing import Any
 
 from haystack import Document
-from milvus_haystack import MilvusDocumentStore as UpstreamMilvusDocumentStore
-from milvus_haystack.filters import parse_filters
 from pymilvus.client.search_result import Hit
 
-from components.checks import check_filters
+from components.stores.milvus.collection import EMBEDDED_FIELD, MilvusCollectionError, where
 from components.stores.milvus.settings import MilvusSettings
 
 logger = logging.getLogger(__name__)
 
 
-def milvus_filter(filters: dict[str, Any] | None, settings: MilvusSettings) -> str | None:
+def embedding_size(documents: list[Document]) -> int | None:
     """
-    A Milvus boolean expression for Haystack ``filters``: '' matches everything, None nothing.
+    The length of the documents' embeddings (None when none has one).
 
-    ``id``/``content`` map to the collection's id and text fields. Logical nodes follow Haystack's semantics
-    with empty ``conditions`` too (AND of none is true, OR of none false, NOT is NOT AND): upstream's
-    ``parse_filters`` renders an empty list as ``()``, which Milvus refuses as a syntax error.
+    :raises ValueError: naming the first document whose embedding is empty or of another length than the first.
     """
-    check_filters(filters)
-    if not filters:
-        return ""
-    return _expression(filters, settings)
+    size: int | None = None
+    for position, document in enumerate(documents):
+        if document.embedding is None:
+            continue
+        if not document.embedding or (size is not None and len(document.embedding) != size):
+            expected = f"{size} values like the other embedded documents" if size else "at least 1 value"
+            raise ValueError(
+                f"documents[{position}] (id {document.id!r}) has an embedding of {len(document.embedding)} values, "
+                f"expected {expected}"
+            )
+        size = len(document.embedding)
+    return size
 
 
-def _expression(node: dict[str, Any], settings: MilvusSettings) -> str | None:
-    if "field" in node:
-        names = {"id": settings.id_field_name, "content": settings.text_field_name}
-        return str(parse_filters({**node, "field": names.get(node["field"], node["field"])}))
-    operator = node["operator"]
-    children = [_expression(child, settings) for child in node["conditions"]]
-    if operator == "OR":
-        if "" in children:
-            return ""
-        kept = [child for child in children if child is not None]
-        return "(" + " or ".join(kept) + ")" if kept else None
-    if None in children:  # AND, and NOT (which is NOT AND)
-        return "" if operator == "NOT" else None
-    kept = [child for child in children if child]
-    if not kept:
-        return None if operator == "NOT" else ""
-    joined = "(" + " and ".join(kept) + ")"
-    return f"(not {joined})" if operator == "NOT" else joined
+def placeholder(dim: int) -> list[float]:
+    """The vector stored for a document without an embedding: a unit vector, valid under IP, COSINE and L2."""
+    return [1.0] + [0.0] * (dim - 1)
 
 
-def to_rows(documents: list[Document], settings: MilvusSettings) -> list[dict[str, Any]]:
+def to_rows(documents: list[Document], settings: MilvusSettings, dim: int, flagged: bool) -> list[dict[str, Any]]:
     """
-    One Milvus row per document (all checked before any is built, so a bad one writes nothing).
+    One Milvus row per document for ``dim``-dimensional vectors (all checked before any is built, so a bad one
+    writes nothing); ``flagged``: the collection has ``EMBEDDED_FIELD`` (else it refuses documents without one).
 
-    :raises ValueError: naming the document whose id is too long, whose embedding is missing or of another
-        length than the first one's, or whose meta key collides with a field of the collection.
+    :raises ValueError: naming the document whose id is too long or whose meta key collides with a field.
+    :raises MilvusCollectionError: a document without an embedding for a legacy collection.
     """
-    reserved = {
-        settings.id_field_name,
-        settings.text_field_name,
-        settings.vector_field_name,
-        settings.sparse_field_name,
-    }
-    dim = len(documents[0].embedding or ()) if documents else 0
+    reserved = {*not_meta(settings), EMBEDDED_FIELD}
     rows, cut = [], []
     for position, document in enumerate(documents):
         name = f"documents[{position}] (id {document.id!r})"
         _check_id(document.id, name, settings)
-        if document.embedding is None or len(document.embedding) != dim or not dim:
-            got = "no embedding" if document.embedding is None else f"{len(document.embedding)} values"
-            raise ValueError(
-                f"{name} has {got}, expected an embedding of {dim or 'at least 1'} values like documents[0]"
+        if document.embedding is None and not flagged:
+            raise MilvusCollectionError(
+                f"{where(settings)} was created before documents without an embedding could be stored (it has no "
+                f"{EMBEDDED_FIELD!r} field) and {name} has none: embed it, or write into a new collection_name"
             )
         clashes = reserved & set(document.meta)
         if clashes:
             raise ValueError(
                 f"{name}: meta key(s) {sorted(clashes)} would overwrite the collection's fields; rename them"
             )
-        meta = UpstreamMilvusDocumentStore._discard_invalid_meta(document).meta
         text = document.content or ""
         if len(text.encode("utf-8")) > settings.text_max_length:
             text = truncate_utf8(text, settings.text_max_length)
             cut.append(document.id)
-        rows.append(
-            {
-                **meta,
-                settings.id_field_name: document.id,
-                settings.text_field_name: text,
-                settings.vector_field_name: list(document.embedding),
-            }
-        )
+        vector = placeholder(dim) if document.embedding is None else list(document.embedding)
+        row = {
+            **_storable_meta(document),
+            settings.id_field_name: document.id,
+            settings.text_field_name: text,
+            settings.vector_field_name: vector,
+        }
+        if flagged:
+            row[EMBEDDED_FIELD] = document.embedding is not None
+        rows.append(row)
     if cut:
         logger.warning(
             "%d document(s) longer than text_max_length=%d bytes were truncated (first: %r)",
@@ -104,6 +92,27 @@ def to_rows(documents: list[Document], settings: MilvusSettings) -> list[dict[st
             cut[0],
         )
     return rows
+
+
+def _storable_meta(document: Document) -> dict[str, Any]:
+    """The meta as stored: None values left out (absent and None filter alike), non-JSON values dropped, warned."""
+    kept, dropped = {}, []
+    for key, value in document.meta.items():
+        if value is None:
+            continue
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            dropped.append(key)
+            continue
+        kept[key] = value
+    if dropped:
+        logger.warning(
+            "document %r: meta %s cannot be stored as JSON (Milvus dynamic fields) and was dropped",
+            document.id,
+            dropped,
+        )
+    return kept
 
 
 def _check_id(document_id: str, name: str, settings: MilvusSettings) -> None:
@@ -121,21 +130,36 @@ def truncate_utf8(text: str, limit: int) -> str:
 
 
 def output_fields(settings: MilvusSettings) -> list[str]:
-    """The fields a search or query returns: text and dynamic meta (the id always comes); never the vectors."""
+    """The fields a search returns: text and dynamic meta (the id always comes); not the vectors."""
     return [settings.text_field_name, "$meta"]
 
 
+def stored_fields(settings: MilvusSettings, flagged: bool) -> list[str]:
+    """The fields that make a whole Document: text, meta, the vector and (``flagged``) whether it is an embedding."""
+    return [*output_fields(settings), settings.vector_field_name, *([EMBEDDED_FIELD] if flagged else [])]
+
+
 def to_document(entity: dict[str, Any], settings: MilvusSettings, **extra: Any) -> Document:
-    """A new Document from one returned entity; ``extra`` sets its score and ``meta['retrieval_type']``."""
+    """
+    A new Document from one returned entity; ``extra`` sets its score and ``meta['retrieval_type']``.
+
+    The embedding is the stored vector when the entity has one and its flag (if the collection has the flag)
+    says it is the document's; a placeholder never comes back.
+    """
     # None: a meta key cleared by an overwrite on Milvus Lite (writes.clear_stale_meta); never written otherwise
-    meta = {key: value for key, value in entity.items() if key not in _not_meta(settings) and value is not None}
+    hidden = {*not_meta(settings), EMBEDDED_FIELD}
+    meta = {key: value for key, value in entity.items() if key not in hidden and value is not None}
     retrieval_type = extra.pop("retrieval_type", None)
     if retrieval_type is not None:
         meta["retrieval_type"] = retrieval_type
-    return Document(id=entity[settings.id_field_name], content=entity.get(settings.text_field_name), meta=meta, **extra)
+    vector = entity.get(settings.vector_field_name)
+    embedding = [float(v) for v in vector] if vector is not None and entity.get(EMBEDDED_FIELD, True) else None
+    text = entity.get(settings.text_field_name)
+    return Document(id=entity[settings.id_field_name], content=text, meta=meta, embedding=embedding, **extra)
 
 
-def _not_meta(settings: MilvusSettings) -> set[str]:
+def not_meta(settings: MilvusSettings) -> set[str]:
+    """The fields of the schema that hold no meta key (a meta key of that name would overwrite one)."""
     return {settings.id_field_name, settings.text_field_name, settings.vector_field_name, settings.sparse_field_name}
 
 
@@ -144,7 +168,7 @@ def hits_to_documents(hits: list[list[Hit]], settings: MilvusSettings, retrieval
     return [
         [
             to_document(
-                {**hit["entity"], settings.id_field_name: hit["id"]},
+                {**hit["entity"], settings.id_field_name: hit.id},
                 settings,
                 score=_score(float(hit["distance"]), retrieval_type, settings.metric_type),
                 retrieval_type=retrieval_type,

@@ -4,17 +4,23 @@ Each takes every query of a batch (nq > 1) in one Milvus request and returns one
 query, scores higher-is-better and ``meta["retrieval_type"]`` set (dense, sparse, hybrid); ``*_async`` twins run
 them in a worker thread. Inputs are checked before Milvus is called: ``top_k`` and filters by the shared rules
 (``components.checks``), query embeddings against the collection's dimension.
+
+Dense search only returns documents that have an embedding (``filters.dense_expression``); BM25 search returns
+any document with matching text. A filter Milvus cannot express exactly is applied as the exact ids of the
+documents it selects (``filters`` module), so a search's ``top_k`` is always filled from the matching documents.
 """
 
 from typing import Any
 
 from haystack import Document
 from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
+from pymilvus.client.abstract import BaseRanker
 
 from components.checks import check_top_k
 from components.stores.async_twins import twin
 from components.stores.milvus.calls import MilvusCalls
-from components.stores.milvus.records import hits_to_documents, milvus_filter, output_fields
+from components.stores.milvus.filters import dense_expression, ids_expression
+from components.stores.milvus.records import hits_to_documents, output_fields
 
 RANKERS = ("rrf", "weighted")
 
@@ -22,8 +28,24 @@ RANKERS = ("rrf", "weighted")
 class MilvusSearches(MilvusCalls):
     """Mixin of ``MilvusDocumentStore``: the searches, over its ``settings``, ``dim`` and ``_call``."""
 
+    def warm_up(self) -> None:
+        raise NotImplementedError
+
     def _searchable(self, sparse: bool = False) -> None:
         raise NotImplementedError
+
+    def _expression(self, filters: dict[str, Any] | None, sparse: bool = False) -> str | None:
+        """
+        The collection checked for this search, and the Milvus expression of ``filters`` for it (None: no match).
+
+        An inexact filter becomes the ids of the documents it selects, found with Haystack's matcher.
+        """
+        self.warm_up()  # the translation reads the collection's schema
+        where = self._filter(filters)
+        self._searchable(sparse)
+        if where.exact:
+            return where.expression
+        return ids_expression(self.settings.id_field_name, [d.id for d in self._matching(where, vectors=False)])
 
     def _check_dim(self, query_embeddings: list[list[float]]) -> None:
         """Refuse query embeddings of another length than the collection's vectors (Milvus's error is a numpy one)."""
@@ -40,8 +62,7 @@ class MilvusSearches(MilvusCalls):
     ) -> list[list[Document]]:
         """Dense search: one best-first list per query embedding, all in one Milvus call (nq > 1)."""
         check_top_k(top_k)
-        expression = milvus_filter(filters, self.settings)
-        self._searchable()
+        expression = dense_expression(self._expression(filters), self._flagged)
         self._check_dim(query_embeddings)
         if expression is None or not query_embeddings:  # None: the filters match nothing
             return [[] for _ in query_embeddings]
@@ -63,8 +84,7 @@ class MilvusSearches(MilvusCalls):
     ) -> list[list[Document]]:
         """BM25 search inside Milvus: one best-first list per query text, all in one call."""
         check_top_k(top_k)
-        expression = milvus_filter(filters, self.settings)
-        self._searchable(sparse=True)
+        expression = self._expression(filters, sparse=True)
         if expression is None or not queries:  # None: the filters match nothing
             return [[] for _ in queries]
         hits = self._call(
@@ -91,22 +111,33 @@ class MilvusSearches(MilvusCalls):
         weights: tuple[float, float] = (0.5, 0.5),
     ) -> list[list[Document]]:
         """Milvus's own hybrid search: dense and BM25 per query, fused by RRF or by weights, in one call."""
-        check_top_k(top_k)
         if ranker not in RANKERS:
             raise ValueError(f"ranker must be one of {', '.join(RANKERS)}, got {ranker!r}")
+        fusion = RRFRanker(rrf_k) if ranker == "rrf" else WeightedRanker(*weights)
+        return self._fused_search(queries, query_embeddings, top_k, filters, fusion)
+
+    def _fused_search(
+        self,
+        queries: list[str],
+        query_embeddings: list[list[float]],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        fusion: BaseRanker,
+    ) -> list[list[Document]]:
+        """One Milvus hybrid_search: dense (embedded documents only) and BM25 per query, fused by ``fusion``."""
+        check_top_k(top_k)
         if len(queries) != len(query_embeddings):
             raise ValueError(f"got {len(queries)} queries but {len(query_embeddings)} query embeddings")
-        expression = milvus_filter(filters, self.settings)
-        self._searchable(sparse=True)
+        expression = self._expression(filters, sparse=True)
         self._check_dim(query_embeddings)
-        if expression is None or not queries:  # None: the filters match nothing
+        dense = dense_expression(expression, self._flagged)
+        if expression is None or dense is None or not queries:  # None: the filters match nothing
             return [[] for _ in queries]
         settings = self.settings
         requests = [
-            AnnSearchRequest(query_embeddings, settings.vector_field_name, settings.dense_search(), top_k, expression),
+            AnnSearchRequest(query_embeddings, settings.vector_field_name, settings.dense_search(), top_k, dense),
             AnnSearchRequest(queries, settings.sparse_field_name, {"metric_type": "BM25"}, top_k, expression),
         ]
-        fusion = RRFRanker(rrf_k) if ranker == "rrf" else WeightedRanker(*weights)
         hits = self._call(
             "hybrid_search",
             settings.collection_name,

@@ -15,6 +15,7 @@ METRICS = ("IP", "COSINE", "L2")
 LITE_SUFFIX = ".db"
 REMOTE_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 MAX_VARCHAR = 65_535
+MAX_DIM = 32_768  # Milvus's largest FLOAT_VECTOR dimension
 NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 CONSISTENCY_LEVELS = ("Strong", "Session", "Bounded", "Eventually")
 
@@ -87,6 +88,7 @@ class MilvusSettings:
     vector_field_name: str = "vector"
     text_field_name: str = "contents"
     sparse_field_name: str = "sparse"
+    embedding_dim: int | None = None
     id_max_length: int = 64
     text_max_length: int = 60_000
     metric_type: str = "IP"
@@ -106,6 +108,8 @@ class MilvusSettings:
         fields = [self.id_field_name, self.vector_field_name, self.text_field_name, self.sparse_field_name]
         if len(set(fields)) != len(fields):
             raise ValueError(f"id, vector, text and sparse field names must differ, got {fields}")
+        if self.embedding_dim is not None:
+            check_int("embedding_dim", self.embedding_dim, 1, MAX_DIM)
         check_int("id_max_length", self.id_max_length, 1, MAX_VARCHAR)
         check_int("text_max_length", self.text_max_length, 1, MAX_VARCHAR)
         check_int("index_chunk_size", self.index_chunk_size, 1, 100_000)
