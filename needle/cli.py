@@ -3,13 +3,16 @@
     needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
                 [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]] [--chunk-size N]
                 [--index-type flat|hnsw [--hnsw-m M] [--ef-construction N] [--ef-search N]]
-    needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--json]
+    needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--fusion FILE|default] [--json]
     needle index --config parameter.yaml [--out DIR]    (UltraRAG's retriever file: needle.ultrarag_config)
     needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
     needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
-    needle tune DATASET_DIR [--split train] [--model M] [--index-dir DIR] [--json FILE]   (fit hybrid fusion)
-    needle serve DIR [--host H] [--port P] [--reranker MODEL_DIR]   (POST /<mode>_search/run, /mcp, /search, /rerank)
+                [--fusion FILE|default] [--latency-queries N]
+    needle tune DATASET_DIR [--split train] [--model M] [--index-dir DIR] [--json FILE] [--out FILE | --reset]
+                (fit the hybrid fusion and install it, write it to FILE only, or undo it)
+    needle serve DIR [--host H] [--port P] [--reranker MODEL_DIR] [--fusion FILE|default]
+                (POST /<mode>_search/run, /mcp, /search, /rerank)
     needle mcp --config parameter.yaml   (UltraRAG's retriever MCP tools on stdio, index-building tools included)
 
 User errors (missing corpus, missing or broken index, wrong model, bad corpus line, a bad query or --top-k,
@@ -29,6 +32,7 @@ from typing import NoReturn
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.checks import MAX_TOP_K, check_queries
+from needle.fusion import fusion_option
 from needle.index_dir import DEFAULT_MODEL, STORES, NeedleError
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, check_chunk_size
 from needle.search import MODES
@@ -108,7 +112,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
     # No "Loading weights" bar above the answers (transformers leaves this function unannotated).
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated upstream
-    searcher = Searcher(Path(index_dir), mode=args.mode, top_k=top_k, model=args.model)
+    searcher = Searcher(Path(index_dir), mode=args.mode, top_k=top_k, model=args.model, fusion=args.fusion)
     try:
         results = searcher.search(args.queries)
     finally:
@@ -143,6 +147,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
             index_dir=Path(args.index_dir) if args.index_dir else None,
             name=args.name,
             run_file=Path(args.run_file) if args.run_file else None,
+            fusion=args.fusion,
+            latency_queries=args.latency_queries,
         )
         if args.json:
             result.save(args.json)
@@ -167,6 +173,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         reranker=args.reranker,
         reranker_max_batch=args.reranker_max_batch,
         deploy_search=args.allow_deploy_search,
+        fusion=args.fusion,
     )
 
 
@@ -175,6 +182,17 @@ def cmd_mcp(args: argparse.Namespace) -> None:
     from needle.mcp_stdio import run_stdio
 
     run_stdio(Path(args.config))
+
+
+def add_fusion_flag(command: argparse.ArgumentParser, what: str) -> None:
+    """``--fusion FILE|default`` (``needle.fusion.fusion_option``): the fusion parameters of this run only."""
+    command.add_argument(
+        "--fusion",
+        type=fusion_option,
+        metavar="FILE|default",
+        help=f"fusion parameters for this {what} only: a file `needle tune --out` wrote, or default (the "
+        "rankers' own, whatever DIR/fusion.json holds); default: the index's own (DIR/fusion.json if tuned)",
+    )
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -266,6 +284,7 @@ def parser() -> argparse.ArgumentParser:
     )
     se.add_argument("--model", help="query model; must be the one the index was built with")
     se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
+    add_fusion_flag(se, "search")
     se.set_defaults(func=cmd_search)
 
     ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset (nDCG@10, recall, MRR, MAP)")
@@ -287,6 +306,13 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--plot", help="write recall@k and per-query nDCG@10 plots to this PNG")
     ev.add_argument("--run-file", help="write the ranked results as a TREC run file")
     ev.add_argument("--compare", nargs="+", metavar="RESULT.json", help="earlier --json results to set beside")
+    add_fusion_flag(ev, "run")
+    ev.add_argument(
+        "--latency-queries",
+        type=int,
+        metavar="N",
+        help="after the batch pass, time at most N queries one at a time, evenly spaced (default 200; 0 skips it)",
+    )
     ev.set_defaults(func=cmd_eval)
 
     sv = sub.add_parser(
@@ -318,6 +344,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list the MCP tool retriever_deploy_search, which fetches a URL the caller names (default: off)",
     )
+    add_fusion_flag(sv, "server")
     sv.set_defaults(func=cmd_serve)
 
     mc = sub.add_parser(

@@ -1,4 +1,4 @@
-"""The fusion parameters `needle tune` fitted for an index: ``DIR/fusion.json``, read by every search of DIR.
+"""The fusion parameters a search of an index runs with, and ``DIR/fusion.json``, where `needle tune` puts them.
 
 The file sits beside the generations (``needle.index_generations.FUSION_FILE``), so a rebuild keeps it: the
 parameters weigh two score lists against each other and stay meaningful for a refreshed corpus; run
@@ -11,22 +11,28 @@ parameters weigh two score lists against each other and stay meaningful for a re
                    "model": "sentence-transformers/all-MiniLM-L6-v2", "ndcg@10": {"mix": 0.73, "rrf": 0.72}}}
 
 The file is data someone else wrote: it is parsed strictly (no NaN or Infinity, no unknown key, every number in
-the range the ranker accepts) and any problem is one line naming the file and the field. ``apply_fusion`` puts
-the values into a search pipeline's init parameters: every component whose template names the mix curve
-(``MixRetrieveRanker``, its batch twin, a batch mix joiner) takes ``mix``; an ``RRFBatchJoiner`` (what ``needle
-search`` and ``needle eval`` run for ``--mode rrf``) takes ``rrf.k``.
+the range the ranker accepts) and any problem is one line naming the file and the field.
+
+What one search runs with is a ``FusionSetting``, whose ``source`` every report names: ``default`` (the
+rankers' own values: ``Mix()`` and RRF k = 61), ``tuned`` (the index's ``DIR/fusion.json``) or ``file`` (a
+fusion file written by `needle tune --out FILE` and given as ``--fusion FILE``, for that run only). None where a
+setting is asked for means the index's own: tuned when ``DIR/fusion.json`` exists, else the default.
+``apply_fusion`` puts a setting's values into a search pipeline's init parameters: every component whose template
+names the mix curve (``MixRetrieveRanker``, its batch twin, a batch mix joiner) takes ``mix``; an
+``RRFBatchJoiner`` (what ``needle search`` and ``needle eval`` run for ``--mode rrf``) takes ``rrf.k``.
 Haystack's ``DocumentJoiner`` in the single-query rrf_search.yaml fixes k = 61 and names none, and Milvus's own RRF
 (``rrf_k``, on 1-based ranks) is not a fitted value: both are left as they are.
 """
 
+import argparse
 import json
 import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from components.joiners.rrf_batch_joiner import MAX_K
+from components.joiners.rrf_batch_joiner import MAX_K, RRF_K
 from needle.index_generations import FUSION_FILE, NeedleError
 
 SCHEMA = "needle.fusion/1"
@@ -56,6 +62,32 @@ class Fusion:
     def as_json(self) -> dict[str, Any]:
         """The file's content (schema ``needle.fusion/1``)."""
         return {"schema": SCHEMA, "mix": asdict(self.mix), "rrf": {"k": self.rrf_k}, "fitted_on": self.fitted_on}
+
+
+Source = Literal["default", "tuned", "file"]
+
+
+@dataclass(frozen=True)
+class FusionSetting:
+    """The fusion one search runs with and where it came from (see the module docstring for the sources)."""
+
+    source: Source
+    fusion: Fusion
+    path: Path | None = None  # the fusion file read: DIR/fusion.json (tuned) or the --fusion FILE; None: default
+
+    def record(self) -> dict[str, Any]:
+        """What eval results record: ``{"source", "path", "mix": {...}, "rrf": {"k"}}``."""
+        path = None if self.path is None else str(self.path)
+        return {"source": self.source, "path": path, "mix": asdict(self.fusion.mix), "rrf": {"k": self.fusion.rrf_k}}
+
+    def describe(self) -> str:
+        """One line for people, e.g. ``tuned (ix/fusion.json): mix baseline 0.15, ..., rrf k 61``."""
+        where = "" if self.path is None else f" ({self.path})"
+        mix = ", ".join(f"{key} {value:g}" for key, value in asdict(self.fusion.mix).items())
+        return f"{self.source}{where}: mix {mix}; rrf k {self.fusion.rrf_k}"
+
+
+DEFAULT_FUSION = FusionSetting("default", Fusion(Mix(), RRF_K, {}))
 
 
 def fusion_path(index_dir: Path) -> Path:
@@ -147,8 +179,13 @@ def _check_mix(mix: Mix, path: Path) -> None:
 
 
 def write_fusion(index_dir: Path, fusion: Fusion) -> Path:
-    """Write ``DIR/fusion.json`` atomically (tmp, fsync, rename, fsync DIR); the caller holds DIR's writer lock."""
-    path = fusion_path(index_dir)
+    """Write ``DIR/fusion.json`` (``write_fusion_file``); the caller holds DIR's writer lock."""
+    return write_fusion_file(fusion_path(index_dir), fusion)
+
+
+def write_fusion_file(path: Path, fusion: Fusion) -> Path:
+    """Write a fusion file atomically (tmp, fsync, rename, fsync its directory): DIR/fusion.json, or the FILE of
+    `needle tune --out FILE`."""
     text = json.dumps(fusion.as_json(), indent=1, allow_nan=False) + "\n"
     parse_fusion(text, path)  # never write what a reader would refuse
     tmp = path.with_name(f"{path.name}.tmp")
@@ -157,19 +194,60 @@ def write_fusion(index_dir: Path, fusion: Fusion) -> Path:
         file.flush()
         os.fsync(file.fileno())
     os.replace(tmp, path)
-    directory = os.open(index_dir, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    _sync_directory(path.parent)
     return path
 
 
-def apply_fusion(data: dict[str, Any], index_dir: Path) -> dict[str, Any]:
-    """Fill a search pipeline dict's fusion parameters from DIR/fusion.json (unchanged when there is none)."""
+def remove_fusion(index_dir: Path) -> bool:
+    """Remove ``DIR/fusion.json`` (`needle tune --reset`); returns whether there was one. The caller holds DIR's
+    writer lock."""
+    try:
+        fusion_path(index_dir).unlink()
+    except FileNotFoundError:
+        return False
+    _sync_directory(Path(index_dir))
+    return True
+
+
+def _sync_directory(directory: Path) -> None:
+    """fsync a directory, so that a rename or removal in it survives a crash."""
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def index_fusion(index_dir: Path) -> FusionSetting:
+    """The index's own setting: DIR/fusion.json (checked) when `needle tune` wrote one, else the defaults."""
     fusion = read_fusion(index_dir)
-    if fusion is None:
-        return data
+    return DEFAULT_FUSION if fusion is None else FusionSetting("tuned", fusion, fusion_path(index_dir))
+
+
+def file_fusion(path: Path) -> FusionSetting:
+    """A fusion file given by hand (``--fusion FILE``), parsed as strictly as DIR/fusion.json."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise NeedleError(f"--fusion {path}: cannot be read ({reason}); give one `needle tune --out` wrote") from None
+    return FusionSetting("file", parse_fusion(text, Path(path)), Path(path))
+
+
+def fusion_option(value: str) -> FusionSetting:
+    """The ``--fusion FILE|default`` option of search, eval and serve, as an argparse ``type``: ``default`` searches
+    with the defaults whatever DIR/fusion.json says, a path with that fusion file; either for this run only."""
+    if value == "default":
+        return DEFAULT_FUSION
+    try:
+        return file_fusion(Path(value))
+    except NeedleError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def apply_fusion(data: dict[str, Any], setting: FusionSetting) -> dict[str, Any]:
+    """Set a search pipeline dict's fusion parameters to SETTING's values (the defaults too, written out)."""
+    fusion = setting.fusion
     for spec in data["components"].values():
         params = spec.setdefault("init_parameters", {})
         if set(MIX_KEYS) <= set(params):

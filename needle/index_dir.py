@@ -17,7 +17,9 @@ Layout of one generation (see ``needle.index_generations`` for the directory aro
                                         working directory: `hayhooks run --pipelines-dir DIR/gen-NNNNNN/hayhooks`
                                         (see ``needle.hayhooks_wrapper``)
 
-``fill_search_pipeline`` gives the same pipelines with absolute paths for wherever DIR is now.
+``fill_search_pipeline`` gives the same pipelines with absolute paths for wherever DIR is now. Both carry a fusion
+setting (``needle.fusion``): a saved generation the index's own (DIR/fusion.json when `needle tune` wrote one, else
+the defaults), a pipeline built in memory that one or the setting its caller names (``--fusion``).
 """
 
 import hashlib
@@ -40,7 +42,7 @@ from components.stores.crash_safe_generations import STORES as SAVED_STORES
 from needle import pipeline_files as pf
 from needle.backends import Recorded, set_document_embedder, set_query_embedder, spec_of
 from needle.dense_index_type import FLAT, DenseIndexType
-from needle.fusion import apply_fusion
+from needle.fusion import FusionSetting, apply_fusion, index_fusion
 from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live, rebuild_hint
 from needle.index_options import DEFAULT_OPTIONS, IndexOptions, apply_store_settings, check_store_settings
 from needle.index_streaming import DEFAULT_CHUNK_SIZE, run_chunked
@@ -330,17 +332,22 @@ def _set_milvus_store(data: dict[str, Any], component: str, manifest: IndexManif
     apply_store_settings(data, component, manifest.store_settings)
 
 
-def fill_search_pipeline(index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict[str, Any]:
+def fill_search_pipeline(
+    index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5, fusion: FusionSetting | None = None
+) -> dict[str, Any]:
     """Fill pipelines/<name>_search.yaml with absolute paths of the manifest's generation where DIR is now,
-    and the fusion parameters `needle tune` fitted for DIR (DIR/fusion.json), if any."""
-    return apply_fusion(search_pipeline(Path(index_dir).resolve(), manifest, name, top_k), Path(index_dir))
+    and the fusion parameters of FUSION (None: the index's own, ``needle.fusion.index_fusion``)."""
+    setting = index_fusion(Path(index_dir)) if fusion is None else fusion
+    return apply_fusion(search_pipeline(Path(index_dir).resolve(), manifest, name, top_k), setting)
 
 
 def save_search_pipelines(generation: Path, manifest: IndexManifest, modes: list[str]) -> None:
     """Write <mode>_search.yaml for each mode into GENERATION, with paths relative to the index directory, and the
-    Hayhooks wrapper that serves it (``save_hayhooks_wrapper``)."""
+    Hayhooks wrapper that serves it (``save_hayhooks_wrapper``). The pipelines carry the index's own fusion
+    setting as it is now: `needle tune` and `needle tune --reset` publish a new generation to change it."""
+    setting = index_fusion(generation.parent)
     for mode in modes:
-        data = apply_fusion(search_pipeline(Path("."), manifest, manifest.template(mode)), generation.parent)
+        data = apply_fusion(search_pipeline(Path("."), manifest, manifest.template(mode)), setting)
         pf.dump(data, generation / f"{mode}_search.yaml")
         save_hayhooks_wrapper(generation, f"{mode}_search")
 

@@ -6,10 +6,11 @@ lines instead, which a log keeps and a reader can follow::
     needle: indexing (dense): encoding 1,200/10,000 docs (12%, 85 docs/s, ETA 1m43s)
     needle: indexing (dense): encoding 10,000/10,000 docs (100%, 85 docs/s, done in 1m58s)
 
-The first line comes as soon as the first batch is done (not when the step starts, so that a step failing
-before any work, on a bad first line say, leaves its error line alone), then at most one line every
-``NEEDLE_PROGRESS_INTERVAL`` seconds (default 5), and a last one when the step ends; a step that fails shows no
-last line (on a terminal its bar is wiped), so the error line stands on its own. The rate is the step's own:
+The first line comes with the first batch done once the step has run ``QUIET_START`` seconds (not when the
+step starts, so that a step failing before any work, on a bad first line say, leaves its error line alone, and a
+step over in a blink prints nothing), then at most one line every ``NEEDLE_PROGRESS_INTERVAL`` seconds (default
+5), and a last one when the step ends after that; a step that fails shows no last line (on a terminal its bar
+is wiped), so the error line stands on its own. The rate is the step's own:
 the clock starts when the step is created, before its work, never at an update after the work was done.
 :func:`note` says what a step did (``needle: reused 5,183 embeddings from ...``).
 ``NEEDLE_PROGRESS_INTERVAL=off`` shows none of it.
@@ -29,6 +30,7 @@ from tqdm.auto import tqdm
 
 INTERVAL_VARIABLE = "NEEDLE_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL = 5.0  # seconds between two plain lines
+QUIET_START = 1.0  # seconds a step runs before its first plain line (at most the interval)
 T = TypeVar("T")
 
 
@@ -99,7 +101,9 @@ class Progress:
         if self.total is not None and self.n >= self.total:
             return  # the last line says it, at `close`
         now = time.monotonic()
-        if self._interval is not None and (self._shown is None or now - self._shown >= self._interval):
+        if self._interval is None:
+            return
+        if now >= (self._shown + self._interval if self._shown is not None else self._quiet_until()):
             self._shown = now
             self._write(done=False)
 
@@ -109,15 +113,23 @@ class Progress:
             self.update(count - self.n)
 
     def close(self) -> None:
-        """End the step: the last line (unless ``leave`` was set False or nothing was counted); idempotent."""
+        """End the step: its last line (not if ``leave`` is False or it ended within ``QUIET_START``); idempotent."""
         if self._closed:
             return
         self._closed = True
         if self._bar is not None:
             self._bar.leave = self.leave
             self._bar.close()
-        elif self._interval is not None and self.leave and self.n > 0:
+        elif self._interval is not None and self.leave and self.n > 0 and self._may_end_with_a_line():
             self._write(done=True)
+
+    def _may_end_with_a_line(self) -> bool:
+        """Whether the step showed a line, or ran long enough to show its last one."""
+        return self._shown is not None or time.monotonic() >= self._quiet_until()
+
+    def _quiet_until(self) -> float:
+        """When a step that has shown no line yet may show its first: after ``QUIET_START`` (at most the interval)."""
+        return self._start + min(QUIET_START, self._interval or 0.0)
 
     def __enter__(self) -> Self:
         """The step itself, closed on leaving the block (without its last line when the block raised)."""

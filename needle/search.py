@@ -11,6 +11,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.checks import check_queries, check_top_k
 from needle import pipeline_files as pf
+from needle.fusion import FusionSetting, index_fusion
 from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
 from needle.index_generations import live_name, rebuild_hint
 
@@ -54,8 +55,18 @@ class Searcher:
     the index to a newer one; a generation removed while it was being opened is retried once from the pointer.
     """
 
-    def __init__(self, index_dir: Path, mode: str | None = None, top_k: int = 5, model: str | None = None) -> None:
+    def __init__(
+        self,
+        index_dir: Path,
+        mode: str | None = None,
+        top_k: int = 5,
+        model: str | None = None,
+        fusion: FusionSetting | None = None,
+    ) -> None:
+        """``fusion``: the fusion parameters to search with (``needle.fusion``, ``--fusion FILE|default``);
+        None: the index's own (DIR/fusion.json when `needle tune` wrote one, else the defaults), read once here."""
         self.index_dir = Path(index_dir)
+        self.fusion = index_fusion(self.index_dir) if fusion is None else fusion
         check_top_k(top_k)
         for attempt in (1, 2):
             self.manifest = IndexManifest.load(self.index_dir)
@@ -81,7 +92,7 @@ class Searcher:
         check_model(self.manifest, model, self.index_dir)
         self.batched = self.mode in BATCH_MODES[self.manifest.store]
         template = self.manifest.template(self.mode, self.batched)
-        data = fill_search_pipeline(self.index_dir, self.manifest, template, top_k)
+        data = fill_search_pipeline(self.index_dir, self.manifest, template, top_k, self.fusion)
         self.runner = pf.QueryPipeline(data, f"{template}_search", "queries" if self.batched else "query", False)
         self.pipeline = self.runner.pipeline
         self._check_parts()

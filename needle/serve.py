@@ -20,6 +20,8 @@ from needle.index_dir import NeedleError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from needle.fusion import FusionSetting
+
 # Hayhooks saves deployed YAML under settings.pipelines_dir; no route here deploys, and should anything try, this
 # path cannot be created (its parent is a device, not a directory).
 NO_PIPELINES_DIR = "/dev/null/needle-serve-deploys-nothing"
@@ -37,19 +39,23 @@ def serve(
     reranker: str | None = None,
     reranker_max_batch: int | None = None,
     deploy_search: bool = False,
+    fusion: "FusionSetting | None" = None,
 ) -> None:
     """Take HOST:PORT, deploy every search pipeline INDEX_DIR supports (REST, MCP and UltraRAG's /search), and
     TEI's /rerank over the cross-encoder directory RERANKER when given (at most RERANKER_MAX_BATCH texts a
     request; None: TEI's default); then answer queries until interrupted. MCP lists the web search tools for the
-    providers whose key variable is set, and ``retriever_deploy_search`` with DEPLOY_SEARCH.
+    providers whose key variable is set, and ``retriever_deploy_search`` with DEPLOY_SEARCH. Every pipeline
+    fuses with FUSION (``needle serve --fusion``; None: the index's own), which the start-up line names.
 
     Raises NeedleError (one line, exit 2 from the CLI) when the port is in use (before anything loads), the index
     is missing, any pipeline fails to deploy or the reranker fails to load.
     """
     sockets = listen(host, port)
     try:
-        app, names = search_app(index_dir, host, cors_origins, reranker, reranker_max_batch, deploy_search)
-        print(f"needle serve: {names} from {index_dir} on http://{host}:{port}", flush=True)
+        app, names, used = search_app(
+            index_dir, host, cors_origins, reranker, reranker_max_batch, deploy_search, fusion
+        )
+        print(f"needle serve: {names} from {index_dir} on http://{host}:{port}; fusion {used.describe()}", flush=True)
         run(app, host, port, sockets)
     finally:
         for sock in sockets:
@@ -113,8 +119,10 @@ def search_app(
     reranker: str | None,
     reranker_max_batch: int | None,
     deploy_search: bool,
-) -> tuple["FastAPI", str]:
-    """Deploy the pipelines and build the app (see ``serve``); returns it and the names of what it serves.
+    fusion: "FusionSetting | None" = None,
+) -> tuple["FastAPI", str, "FusionSetting"]:
+    """Deploy the pipelines and build the app (see ``serve``); returns it, the names of what it serves and the
+    fusion setting its pipelines carry.
 
     Hayhooks, the pipelines and the models are imported here, after the port is taken, not when this module is.
     """
@@ -129,7 +137,7 @@ def search_app(
     from needle.serve_ultrarag import deploy_ultrarag
 
     settings.pipelines_dir = NO_PIPELINES_DIR
-    served = deploy_all(index_dir)
+    served = deploy_all(index_dir, fusion)
     ultrarag = deploy_ultrarag(served)
     max_batch = DEFAULT_MAX_BATCH if reranker_max_batch is None else reranker_max_batch
     rerank = RerankService(reranker, max_batch) if reranker else None
@@ -138,7 +146,7 @@ def search_app(
     mcp = mcp_server(index, WebTools.from_environment(deploy_search), served)
     app = create_search_app(served, cors_origins, hosts, ultrarag=ultrarag, reranker=rerank, mcp=mcp)
     names = ", ".join([*served.registry.get_names(), "mcp", "search", *(["rerank"] if rerank else [])])
-    return app, names
+    return app, names, served.fusion
 
 
 def run(app: "FastAPI", host: str, port: int, sockets: list[socket.socket]) -> None:

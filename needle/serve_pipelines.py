@@ -4,7 +4,8 @@ Each servable mode becomes one Hayhooks ``YAMLPipelineWrapper`` in an ``Immutabl
 registry of durable mode, which has no deploy or undeploy path). The YAML comes from
 ``fill_search_pipeline``'s in-memory dict, never from a file in the index directory, and nothing is saved
 anywhere. Every pipeline answers a probe query before the server starts, because the stores load lazily: a
-broken index part must stop the start-up, not the first user's query.
+broken index part must stop the start-up, not the first user's query. Every pipeline carries one fusion setting
+(``needle.fusion``), chosen once at start-up: the index's own, or the one `needle serve --fusion` names.
 """
 
 import json
@@ -22,6 +23,7 @@ from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper
 from haystack import Pipeline
 
 import components  # noqa: F401  (allowlists our component modules for Pipeline.loads)
+from needle.fusion import FusionSetting, index_fusion
 from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
 from needle.search import MODES
 
@@ -76,6 +78,7 @@ class ServedPipelines:
     index_dir: Path
     manifest: IndexManifest
     stores: dict[str, Any]  # one document store per configuration, shared by every pipeline (share_stores)
+    fusion: FusionSetting  # the fusion parameters every pipeline was built with
 
 
 def share_stores(pipeline: Pipeline, stores: dict[str, Any]) -> None:
@@ -119,12 +122,12 @@ def one_line(error: BaseException) -> str:
 
 
 def deploy(
-    index_dir: Path, manifest: IndexManifest, name: str, stores: dict[str, Any]
+    index_dir: Path, manifest: IndexManifest, name: str, stores: dict[str, Any], fusion: FusionSetting
 ) -> tuple[PipelineRegistration, SearchPlan]:
     """Build, warm up and probe the pipeline ``<name>_search``; any failure is a NeedleError naming it."""
     pipeline_name = f"{name}_search"
     try:
-        data = fill_search_pipeline(index_dir, manifest, manifest.template(name))
+        data = fill_search_pipeline(index_dir, manifest, manifest.template(name), fusion=fusion)
         wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(data, sort_keys=False), description=pipeline_name)
         wrapper.setup()
         share_stores(wrapper.pipeline, stores)
@@ -138,14 +141,19 @@ def deploy(
     return PipelineRegistration(pipeline_name, wrapper, metadata), plan
 
 
-def deploy_all(index_dir: Path) -> ServedPipelines:
-    """Every servable search pipeline of INDEX_DIR, or a NeedleError: never a server with no pipeline."""
+def deploy_all(index_dir: Path, fusion: FusionSetting | None = None) -> ServedPipelines:
+    """Every servable search pipeline of INDEX_DIR, or a NeedleError: never a server with no pipeline.
+
+    ``fusion``: the fusion parameters of every pipeline; None: the index's own (DIR/fusion.json or the defaults),
+    read once here, so that every pipeline of the server has the same.
+    """
     manifest = IndexManifest.load(index_dir)
     modes = servable_modes(manifest)
     if not modes:
         raise NeedleError(f"index {index_dir} has no searchable part (modes: {manifest.modes or 'none'})")
+    setting = index_fusion(Path(index_dir)) if fusion is None else fusion
     stores: dict[str, Any] = {}
-    deployed = [deploy(index_dir, manifest, mode, stores) for mode in modes]
+    deployed = [deploy(index_dir, manifest, mode, stores, setting) for mode in modes]
     registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
     plans = {registration.name: plan for registration, plan in deployed}
-    return ServedPipelines(registry, plans, Path(index_dir), manifest, stores)
+    return ServedPipelines(registry, plans, Path(index_dir), manifest, stores, setting)

@@ -98,7 +98,9 @@ def deploy_ultrarag(served: ServedPipelines, mode: str | None = None) -> UltraRA
         return UltraRAGSearch(name, single, served.plans[name], False, collection_names(served))
     name = f"{mode}_batch_search"
     try:
-        data = fill_search_pipeline(served.index_dir, manifest, manifest.template(mode, batch=True))
+        data = fill_search_pipeline(
+            served.index_dir, manifest, manifest.template(mode, batch=True), fusion=served.fusion
+        )
         pipeline = pf.build(data)
         share_stores(pipeline, served.stores)
         pipeline.warm_up()

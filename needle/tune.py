@@ -1,10 +1,16 @@
 """`needle tune DATASET [--split train]`: fit the hybrid fusion on a training split and install it in the index.
 
 Steps: build or refresh the eval index of the dataset's corpus (``needle.eval.command``, the one `needle eval`
-searches), fetch every training query's dense and BM25 top 100 once, search the mix curve and the RRF k in numpy
-(``needle.fusion_fit``), write ``DIR/fusion.json`` under the directory's writer lock, then publish a new
-generation so its ``hybrid_search.yaml`` carries the values (the embeddings are carried over, not encoded
-again). `needle search`, `needle eval` and `needle serve` on DIR read fusion.json from then on.
+searches), fetch every training query's dense and BM25 top 100 once, fit the mix curve and the RRF k in numpy on
+four fifths of the training queries and check each on the other fifth (``needle.fusion_fit``: a value that does
+not beat the default there by ``MARGIN`` is not installed, the default is recorded in its place and the report
+says so), write ``DIR/fusion.json`` under the directory's writer lock, then publish a new generation so its
+``hybrid_search.yaml`` carries the values (the embeddings are carried over, not encoded again). `needle search`,
+`needle eval` and `needle serve` on DIR read fusion.json from then on, and name it ("tuned") in what they report.
+
+``--out FILE`` writes the fit to FILE only and leaves the index's fusion as it is: `--fusion FILE` applies it to
+one search, eval or serve (of this index or another). ``--reset`` undoes a tune: it removes ``DIR/fusion.json``
+under the writer lock and publishes a generation whose pipelines carry the defaults again.
 
 The fit never reads another split's judgements. Afterwards, when the dataset has a test split and it was not
 the one fitted, tune scores defaults and tuned values on it, labelled "test, not fitted on".
@@ -17,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components.joiners.rrf_batch_joiner import RRF_K
-from needle.fusion import Fusion, Mix, write_fusion
-from needle.index_dir import DEFAULT_MODEL
+from needle.fusion import DEFAULT_FUSION, Fusion, Mix, fusion_path, remove_fusion, write_fusion, write_fusion_file
+from needle.index_dir import DEFAULT_MODEL, IndexManifest, NeedleError
 from needle.index_generations import take_lock
 
 if TYPE_CHECKING:
@@ -27,7 +33,7 @@ if TYPE_CHECKING:
 
 DEPTH = 100  # candidates per side, as the hybrid pipelines retrieve
 BATCH = 64  # queries per search call
-HELD_OUT = "test"  # the split `needle eval` scores by default
+TEST_SPLIT = "test"  # the split `needle eval` scores by default
 
 
 def add_parser(sub: Any) -> None:
@@ -38,43 +44,100 @@ def add_parser(sub: Any) -> None:
     tu.add_argument("--model", default=DEFAULT_MODEL, help="embedding model of the dense side")
     tu.add_argument("--index-dir", help="index of the corpus to build or reuse and tune (default: `needle eval`'s)")
     tu.add_argument("--json", help="write the fitted values and the scores to this file (schema needle.tune/1)")
+    what = tu.add_mutually_exclusive_group()
+    what.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the fitted fusion to FILE only (schema needle.fusion/1), leaving the index's as it is; "
+        "apply it to a run with `--fusion FILE` on search, eval or serve",
+    )
+    what.add_argument(
+        "--reset",
+        action="store_true",
+        help="undo a tune: remove the index's fusion.json and publish a generation with the default fusion",
+    )
     tu.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args: argparse.Namespace) -> None:
-    """Fit, install and report; see the module docstring."""
-    report = tune(Path(args.dataset_dir), split=args.split, model=args.model, index_dir=args.index_dir)
+    """Fit, install (or write to --out) and report, or --reset; see the module docstring."""
+    if args.reset:
+        if args.json:
+            raise NeedleError("--json: `needle tune --reset` fits nothing and writes no report; drop --json")
+        print(reset(Path(args.dataset_dir), model=args.model, index_dir=args.index_dir))
+        return
+    out = Path(args.out) if args.out else None
+    report = tune(Path(args.dataset_dir), split=args.split, model=args.model, index_dir=args.index_dir, out=out)
     print(format_report(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
 
-def tune(dataset_dir: Path, *, split: str, model: str, index_dir: str | Path | None) -> dict[str, Any]:
-    """Fit on SPLIT, install into the index, score the held-out test split; returns the report."""
+def tune(
+    dataset_dir: Path, *, split: str, model: str, index_dir: str | Path | None, out: Path | None = None
+) -> dict[str, Any]:
+    """Fit on SPLIT, install into the index (or write OUT only), score the test split; returns the report."""
     from needle.eval import load_beir
     from needle.eval.command import default_index_dir, index_for_eval
-    from needle.fusion_fit import fit_mix, fit_rrf
-    from needle.indexing import build_index
 
-    if split == HELD_OUT:
+    if split == TEST_SPLIT:
         print(f"needle: warning: fitting on split {split!r}, the one `needle eval` scores by default", file=sys.stderr)
     dataset = load_beir(dataset_dir, split)
-    out = Path(index_dir) if index_dir else default_index_dir(dataset.corpus_path)
-    index_for_eval(dataset.corpus_path, out, "hybrid", model)
-    train = fetch(out, dataset)
-    mix, mix_ndcg = fit_mix(train)
-    k, rrf_ndcg = fit_rrf(train)
-    fitted_on = {"dataset": dataset.name, "split": split, "queries": len(dataset.queries), "model": model}
-    fusion = Fusion(mix, k, {**fitted_on, "ndcg@10": {"mix": mix_ndcg, "rrf": rrf_ndcg}})
-    with take_lock(out):
-        path = write_fusion(out, fusion)
-    # A new generation whose search pipelines carry the values (a live generation is never rewritten).
-    manifest = build_index(dataset.corpus_path, out, model=model, overwrite=False, dense=True, bm25=True)
-    report: dict[str, Any] = {"schema": "needle.tune/1", "fusion_file": str(path), "generation": manifest.generation}
+    index = Path(index_dir) if index_dir else default_index_dir(dataset.corpus_path)
+    index_for_eval(dataset.corpus_path, index, "hybrid", model)
+    train = fetch(index, dataset)
+    fusion = fit(train, {"dataset": dataset.name, "split": split, "queries": len(dataset.queries), "model": model})
+    report: dict[str, Any] = {"schema": "needle.tune/1"}
+    if out is None:
+        with take_lock(index):
+            path = write_fusion(index, fusion)
+        report.update(fusion_file=str(path), generation=publish(dataset.corpus_path, index, model))
+    else:
+        report.update(fusion_file=str(write_fusion_file(out, fusion)), generation=None)
     report["fusion"] = fusion.as_json()
-    report["train"] = scores(train, mix, k, dataset.qrels, list(dataset.queries))
-    report["test"] = held_out(dataset_dir, split, out, mix, k)
+    report["train"] = scores(train, fusion.mix, fusion.rrf_k, dataset.qrels, list(dataset.queries))
+    report["test"] = scores_on_test(dataset_dir, split, index, fusion.mix, fusion.rrf_k)
     return report
+
+
+def fit(train: "Candidates", fitted_on: dict[str, Any]) -> Fusion:
+    """The guarded fit (``needle.fusion_fit``): what is installed, its nDCG@10 on the whole training split, and the
+    held-out check of each value, in ``fitted_on``."""
+    from needle.fusion_fit import HOLD_OUT_EVERY, MARGIN, guarded_mix, guarded_rrf, mix_scores, ndcg, rrf_ndcg
+
+    mix, mix_check = guarded_mix(train)
+    k, rrf_check = guarded_rrf(train)
+    held = {"every": HOLD_OUT_EVERY, "margin": MARGIN, "mix": mix_check.as_json(), "rrf": rrf_check.as_json()}
+    fitted = {"ndcg@10": {"mix": ndcg(train, mix_scores(train, mix)), "rrf": rrf_ndcg(train, k)}, "held_out": held}
+    return Fusion(mix, k, {**fitted_on, **fitted})
+
+
+def publish(corpus: Path, index_dir: Path, model: str) -> str:
+    """Publish a new generation of INDEX_DIR whose search pipelines carry the fusion DIR holds now (a live
+    generation is never rewritten); its embeddings are carried over, not encoded again. Returns its name."""
+    from needle.indexing import build_index
+
+    return build_index(corpus, index_dir, model=model, overwrite=False, dense=True, bm25=True).generation
+
+
+def reset(dataset_dir: Path, *, model: str, index_dir: str | Path | None) -> str:
+    """Undo a tune of the index of DATASET_DIR's corpus: remove DIR/fusion.json under DIR's writer lock, then
+    publish a generation with the default fusion (with the model the index was built with); returns what it did.
+
+    :raises NeedleError: no corpus, or no index to reset (checked before anything is removed).
+    """
+    from needle.eval.command import default_index_dir
+
+    corpus = Path(dataset_dir) / "corpus.jsonl"
+    if not corpus.is_file():
+        raise NeedleError(f"corpus not found: {corpus} (the new generation is built from it)")
+    index = Path(index_dir) if index_dir else default_index_dir(corpus)
+    manifest = IndexManifest.load(index)
+    with take_lock(index):
+        removed = remove_fusion(index)
+    generation = publish(corpus, index, manifest.model or model)
+    found = "removed" if removed else "found no"
+    return f"{found} {fusion_path(index)}; generation {generation} carries the fusion {DEFAULT_FUSION.describe()}"
 
 
 def fetch(index_dir: Path, dataset: "BeirDataset") -> "Candidates":
@@ -114,31 +177,35 @@ def scores(c: "Candidates", mix: Mix, k: int, qrels: dict[str, dict[str, int]], 
     }
 
 
-def held_out(dataset_dir: Path, split: str, index_dir: Path, mix: Mix, k: int) -> dict[str, Any] | None:
+def scores_on_test(dataset_dir: Path, split: str, index_dir: Path, mix: Mix, k: int) -> dict[str, Any] | None:
     """Scores on the test split when there is one and it was not fitted on; a broken one is a warning only
-    (the fit is already installed and never read it)."""
+    (the fit is already written and never read it)."""
     from needle.eval import DatasetError, load_beir
 
-    if split == HELD_OUT or not (Path(dataset_dir) / "qrels" / f"{HELD_OUT}.tsv").is_file():
+    if split == TEST_SPLIT or not (Path(dataset_dir) / "qrels" / f"{TEST_SPLIT}.tsv").is_file():
         return None
     try:
-        test = load_beir(dataset_dir, HELD_OUT)
+        test = load_beir(dataset_dir, TEST_SPLIT)
     except DatasetError as error:
-        print(f"needle: warning: not scored on the {HELD_OUT} split: {error}", file=sys.stderr)
+        print(f"needle: warning: not scored on the {TEST_SPLIT} split: {error}", file=sys.stderr)
         return None
     return scores(fetch(index_dir, test), mix, k, test.qrels, list(test.queries))
 
 
 def format_report(report: dict[str, Any]) -> str:
-    """The report for people: fitted values, train fit, and the held-out test figures, clearly labelled."""
+    """The report for people: installed values, the held-out check, the train fit and the test figures."""
     fusion, fitted = report["fusion"], report["fusion"]["fitted_on"]
     mix = ", ".join(f"{key} {value:g}" for key, value in fusion["mix"].items())
     lines = [
         f"tuned on {fitted['dataset']} {fitted['split']} ({fitted['queries']} queries), model {fitted['model']}",
         f"  mix: {mix}",
         f"  rrf: k {fusion['rrf']['k']}",
-        f"wrote {report['fusion_file']}; generation {report['generation']} carries it",
+        *format_check(fitted["held_out"], fitted["split"], fitted["queries"]),
     ]
+    if report["generation"] is None:
+        lines.append(f"wrote {report['fusion_file']} only (the index is unchanged): apply it with --fusion FILE")
+    else:
+        lines.append(f"wrote {report['fusion_file']}; generation {report['generation']} carries it")
     for label, part in ((f"{fitted['split']} (fitted on)", report["train"]), ("test, not fitted on", report["test"])):
         if part is None:
             continue
@@ -147,3 +214,18 @@ def format_report(report: dict[str, Any]) -> str:
         rrf = part["rrf"]
         lines.append(f"  rrf  k={RRF_K} {rrf['default']:.4f}  k={fusion['rrf']['k']} {rrf['tuned']:.4f}")
     return "\n".join(lines)
+
+
+def format_check(held: dict[str, Any], split: str, queries: int) -> list[str]:
+    """The held-out check of each value: fitted on the other queries, kept or replaced by the default."""
+    count = held["mix"]["queries"]
+    if count == 0:
+        return [f"  too few {split} queries ({queries}) to hold any out: the defaults are recorded"]
+    lines = [f"checked on every {held['every']}th {split} query ({count}), fitted on the other {queries - count}:"]
+    for name, default in (("mix", "the default curve"), ("rrf", f"k {RRF_K}")):
+        part = held[name]
+        value = part["value"] if name == "rrf" else "/".join(f"{v:g}" for v in part["value"].values())
+        score = part["ndcg@10"]
+        verdict = "kept" if part["kept"] else f"not kept (gain under {held['margin']}): {default} recorded"
+        lines.append(f"  {name}  {value}: {score['fitted']:.4f} vs default {score['default']:.4f}, {verdict}")
+    return lines

@@ -14,6 +14,8 @@ import pytest
 from beir_support import write_sample_corpus
 
 from needle.cli import main
+from needle.eval import format_table
+from needle.eval.command import evaluate as run_evaluation
 from needle.eval.index_reuse import fits
 from needle.eval.timing import BATCH, latency_sample, time_searches
 from needle.index_dir import IndexManifest, NeedleError
@@ -155,6 +157,36 @@ def test_scores_come_from_the_batch_pass_and_every_query_is_also_timed_alone(dat
     assert rankings == {qid: [d.id for d in docs] for qid, docs in zip(queries, expected, strict=True)}
     assert timings.latency_queries == 130
     assert 0 < timings.latency_p50_ms <= timings.latency_p99_ms
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_latency_queries_caps_the_single_query_pass_and_zero_skips_it(
+    dataset: Path, tmp_path: Path, count: int
+) -> None:
+    index = tmp_path / "ix"
+    assert main(["index", str(dataset / "corpus.jsonl"), "--out", str(index), "--bm25", "--no-dense"]) == 0
+    searcher = Searcher(index, mode="bm25", top_k=10)
+    sizes: list[int] = []
+
+    def retrieve(texts: list[str]) -> list:
+        sizes.append(len(texts))
+        return searcher.search(texts)
+
+    queries = {qid: text for qid, (text, _) in QUERIES.items()}
+    _, timings = time_searches(retrieve, queries, "bm25", latency_queries=count)
+    assert sizes == [1, len(queries)] + [1] * count  # warm-up, the batch, then COUNT queries alone
+    assert timings.latency_queries == count
+    assert (timings.latency_p50_ms is None) is (count == 0)
+
+
+def test_evaluate_without_the_latency_pass_reports_no_latency(dataset: Path, tmp_path: Path) -> None:
+    result = run_evaluation(dataset, mode="bm25", model="unused", index_dir=tmp_path / "ix", latency_queries=0)
+    assert (result.latency_queries, result.latency_p50_ms, result.latency_p99_ms) == (0, None, None)
+    assert result.queries_per_second is not None
+    assert result.fusion is None  # bm25 fuses nothing
+    assert "skipped" in next(line for line in format_table([result]).splitlines() if line.startswith("latency q"))
+    with pytest.raises(NeedleError, match=r"--latency-queries must be an integer >= 0 .* got -1"):
+        run_evaluation(dataset, mode="bm25", model="unused", index_dir=tmp_path / "ix", latency_queries=-1)
 
 
 FIT = IndexManifest(

@@ -3,6 +3,7 @@ round trip, tables, plot, and ``benchmarks/run.py`` on fake benchmark modules wr
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -29,6 +30,7 @@ from needle.eval import (
     run_from_rankings,
 )
 from needle.eval.timing import SearchTimings
+from needle.fusion import DEFAULT_FUSION, Fusion, FusionSetting, Mix
 
 REPO = Path(__file__).resolve().parent.parent
 LOG2 = math.log2
@@ -255,6 +257,7 @@ def test_json_round_trip_with_stable_keys(tmp_path: Path) -> None:
         index_build_seconds=0.25,
         embedding_cache_hit=False,
         params={"k1": 1.2, "b": 0.75},
+        fusion=DEFAULT_FUSION.record(),
     )
     path = tmp_path / "out" / "bm25.json"
     result.save(path)
@@ -280,7 +283,14 @@ def test_json_round_trip_with_stable_keys(tmp_path: Path) -> None:
         "latency_p50_ms",
         "latency_p99_ms",
         "latency_queries",
+        "fusion",
     ]
+    assert json.loads(path.read_text())["fusion"] == {
+        "source": "default",
+        "path": None,
+        "mix": {"baseline": 0.4, "amplitude": 0.3, "slope": 1.0, "midpoint": 6.0},
+        "rrf": {"k": 61},
+    }
 
 
 @pytest.mark.parametrize(
@@ -293,6 +303,9 @@ def test_json_round_trip_with_stable_keys(tmp_path: Path) -> None:
         (lambda obj: obj.update(embedding_cache_hit="yes"), "key 'embedding_cache_hit' must be true, false or null"),
         (lambda obj: obj.update(latency_p99_ms=-1.0), "key 'latency_p99_ms' must be a number >= 0 or null"),
         (lambda obj: obj.update(index_reused="no"), "key 'index_reused' must be true, false or null"),
+        (lambda obj: obj.update(fusion=DEFAULT_FUSION.record() | {"source": "guessed"}), "key 'fusion' must be null"),
+        (lambda obj: obj.update(fusion=DEFAULT_FUSION.record() | {"rrf": {"k": "61"}}), "key 'fusion' must be null"),
+        (lambda obj: obj.update(fusion={"source": "default"}), "mix (baseline, amplitude, slope, midpoint)"),
     ],
 )
 def test_from_json_names_file_and_key(tmp_path: Path, edit: Callable[[dict], object], fragment: str) -> None:
@@ -461,3 +474,23 @@ def test_results_written_before_the_timing_fields_still_load_and_compare(tmp_pat
     assert rows["index build (s)"][-2:] == ["2.00", "reused"]
     assert rows["model load (s)"][-2:] == ["n/a", "1.50"]
     assert rows["latency queries"][-4:] == ["n/a", "5", "of", "5"]
+    assert before.fusion is None  # written before eval recorded its fusion
+    assert rows["fusion"][-2:] == ["none", "none"]
+
+
+def test_the_table_names_each_run_s_fusion_with_the_values_its_mode_uses(tmp_path: Path) -> None:
+    tuned = FusionSetting("tuned", Fusion(Mix(0.15, 0.4, 0.03, 50.0), 2, {}), tmp_path / "fusion.json")
+    skipped = SearchTimings(queries_per_second=90.0, warmup_seconds=0.2, latency_p50_ms=None, latency_p99_ms=None,
+                            latency_queries=0)  # fmt: skip
+    runs = [
+        _result("hybrid", RUN, fusion=DEFAULT_FUSION.record()),
+        dataclasses.replace(_result("hybrid", _better_run(), fusion=tuned.record()), name="tuned"),
+        _result("rrf", RUN, fusion=tuned.record()),
+        _result("dense", RUN, timings=skipped),
+    ]
+    rows = {line.split("  ")[0]: line.split() for line in format_table(runs).splitlines()}
+    cells = " ".join(rows["fusion"][1:])
+    assert cells == "default: mix 0.4/0.3/1/6 tuned: mix 0.15/0.4/0.03/50 tuned: k 2 none"
+    assert rows["latency queries"][-1] == "skipped"
+    assert rows["latency p50 (ms)"][-1] == "n/a"
+    assert EvalResult.from_json(runs[1].to_json()).fusion == tuned.record()

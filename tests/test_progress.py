@@ -23,6 +23,7 @@ from tiny_bert import build_bert
 
 from components.embedders.openai_document_embedder import OpenAIDocumentEmbedder
 from components.embedders.sentence_transformers_document_embedder import SentenceTransformersDocumentEmbedder
+from needle import progress
 from needle.progress import INTERVAL_VARIABLE, Progress, track
 
 NEEDLE = str(Path(sys.executable).with_name("needle"))
@@ -115,7 +116,17 @@ def test_the_openai_embedder_reports_every_request(monkeypatch: pytest.MonkeyPat
 def plain(monkeypatch: pytest.MonkeyPatch, interval: str) -> io.StringIO:
     """A log-like stderr (not a terminal) and the interval between lines."""
     monkeypatch.setenv(INTERVAL_VARIABLE, interval)
+    monkeypatch.setattr(progress, "QUIET_START", 0.0)  # lines from the first update on, however quick the step
     return io.StringIO()
+
+
+def test_a_step_over_within_the_quiet_start_prints_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(INTERVAL_VARIABLE, "3600")
+    log = io.StringIO()
+    with Progress(total=50, desc="latency (bm25)", unit="q", file=log) as bar:
+        for _ in range(50):
+            bar.update()
+    assert log.getvalue() == ""  # a 6-query eval pass does not add lines around the answer
 
 
 def test_plain_lines_say_count_rate_and_eta_and_end_with_a_done_line(monkeypatch: pytest.MonkeyPatch) -> None:

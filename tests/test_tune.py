@@ -69,6 +69,11 @@ def test_tune_writes_fusion_json_and_reports_train_and_test(tuned: tuple[Path, P
     assert report["train"]["mix"]["tuned"] > report["train"]["mix"]["default"]
     assert fusion.mix != Mix()
     assert report["train"]["mix"]["tuned"] == pytest.approx(fusion.fitted_on["ndcg@10"]["mix"])
+    held = fusion.fitted_on["held_out"]  # t5, the 5th train query: fitted on the other 7, checked on it
+    assert (held["every"], held["mix"]["queries"], held["mix"]["kept"]) == (5, 1, True)
+    assert held["mix"]["value"] == vars(fusion.mix)
+    assert held["mix"]["ndcg@10"]["fitted"] >= held["mix"]["ndcg@10"]["default"] + held["margin"]
+    assert report["generation"] == live_name(index)
 
 
 def test_hybrid_search_ranks_as_the_offline_fit(tuned: tuple[Path, Path, dict]) -> None:

@@ -12,19 +12,15 @@ Typical use (the CLI does exactly this)::
     plot([bm25, dense], "compare.png")
 
 The parts live in ``needle.eval.beir`` (dataset), ``needle.eval.metrics`` (pytrec_eval scoring and why
-not ranx), ``needle.eval.report`` (result, JSON schema, tables) and ``needle.eval.plot`` (PNG).
+not ranx), ``needle.eval.report`` (result, JSON schema), ``needle.eval.table`` (side-by-side tables) and
+``needle.eval.plot`` (PNG).
 """
 
 from needle.eval.beir import BeirDataset, DatasetError, load_beir
 from needle.eval.metrics import HEADLINE_METRICS, RunScores, evaluate_run, run_from_rankings
 from needle.eval.plot import plot
-from needle.eval.report import (
-    EvalResult,
-    ResultFileError,
-    format_markdown_table,
-    format_table,
-    load_results,
-)
+from needle.eval.report import EvalResult, ResultFileError, load_results
+from needle.eval.table import format_markdown_table, format_table
 
 __all__ = [
     "HEADLINE_METRICS",

@@ -10,6 +10,10 @@ Two ways to choose the retrieval:
   embeddings of the same corpus when there are any), so both stores are scored on the same vectors.
 - ``--pipeline FILE.yaml`` runs any YAML pipeline that declares a ``query`` input and a ``documents``
   output in Hayhooks' ``inputs:`` / ``outputs:`` blocks, one query at a time.
+
+A fused mode (hybrid, and rrf over FAISS + bm25s) searches with one fusion setting (``needle.fusion``), which the
+result records (``fusion``) and the table shows: the index's own (DIR/fusion.json when `needle tune` wrote one,
+else the defaults), or ``fusion`` (``--fusion FILE|default``) for this run only, the index left as it is.
 """
 
 import hashlib
@@ -22,7 +26,8 @@ import yaml
 from needle import pipeline_files as pf
 from needle.eval import EvalResult, evaluate_run, load_beir, run_from_rankings
 from needle.eval.index_reuse import OpenedIndex, index_for_eval, open_for_eval
-from needle.eval.timing import Retrieve, time_searches
+from needle.eval.timing import LATENCY_SAMPLE, Retrieve, check_latency_queries, time_searches
+from needle.fusion import FusionSetting, index_fusion
 from needle.index_dir import NeedleError
 from needle.index_generations import embeddings_file
 
@@ -56,6 +61,7 @@ class Retrieval:
     params: dict[str, int | str | None]
     model_load_seconds: float
     opened: OpenedIndex | None = None  # --mode: the index searched; None for a --pipeline file
+    fusion: FusionSetting | None = None  # what a fused mode searched with; None when nothing is fused
 
     def close(self) -> None:
         """Release the index (a Milvus Lite database stays locked otherwise)."""
@@ -63,26 +69,38 @@ class Retrieval:
             self.opened.searcher.close()
 
 
-def pipeline_retrieval(pipeline: Path, store: str) -> Retrieval:
+def pipeline_retrieval(pipeline: Path, store: str, fusion: FusionSetting | None) -> Retrieval:
     """Load a --pipeline file (the time it takes is its model loading)."""
     if store != "faiss":
         raise NeedleError(f"--store {store} applies to --mode; a --pipeline file names its own document stores")
+    if fusion is not None:
+        raise NeedleError("--fusion applies to --mode; a --pipeline file names its own fusion parameters")
     start = time.perf_counter()
     retrieve = pipeline_retriever(pipeline)
     took = time.perf_counter() - start
     return Retrieval(retrieve, pipeline.stem, {"depth": DEPTH, "pipeline": str(pipeline)}, took)
 
 
-def index_retrieval(corpus: Path, mode: str, store: str, model: str, index_dir: Path | None) -> Retrieval:
-    """Reuse or build the index of CORPUS for MODE (``needle.eval.index_reuse``) and open its searcher."""
+def fuses(mode: str, store: str) -> bool:
+    """Whether MODE over STORE runs a fusion the setting tunes: the mix curve (hybrid) or RRFBatchJoiner's k
+    (rrf over FAISS + bm25s; over Milvus, rrf is Milvus's own RRF, which no setting changes)."""
+    return mode == "hybrid" or (mode == "rrf" and store == "faiss")
+
+
+def index_retrieval(
+    corpus: Path, mode: str, store: str, model: str, index_dir: Path | None, fusion: FusionSetting | None
+) -> Retrieval:
+    """Reuse or build the index of CORPUS for MODE (``needle.eval.index_reuse``) and open its searcher with
+    FUSION (None: the index's own)."""
     index_dir = index_dir or default_index_dir(corpus, store)
     seed = embeddings_file(default_index_dir(corpus)) if store != "faiss" else None
-    opened = open_for_eval(corpus, index_dir, mode, model, DEPTH, store, seed)
+    opened = open_for_eval(corpus, index_dir, mode, model, DEPTH, store, seed, fusion)
     embedded = mode != "bm25" or store != "faiss"
     params: dict[str, int | str | None] = {"depth": DEPTH, "model": model if embedded else None}
     params.update(index_dir=str(index_dir), store=store)
     label = mode if store == "faiss" else f"{store}-{mode}"
-    return Retrieval(opened.searcher.search, label, params, opened.model_load_seconds, opened)
+    used = (fusion or index_fusion(index_dir)) if fuses(mode, store) else None
+    return Retrieval(opened.searcher.search, label, params, opened.model_load_seconds, opened, used)
 
 
 def evaluate(
@@ -96,19 +114,24 @@ def evaluate(
     index_dir: Path | None = None,
     name: str | None = None,
     run_file: Path | None = None,
+    fusion: FusionSetting | None = None,
+    latency_queries: int | None = None,
 ) -> EvalResult:
     """Evaluate one retrieval setup on a BEIR split and return its scored result.
 
     The searches are timed apart from building the index and loading the models (``needle.eval.timing``);
-    the rankings scored are those of the batched throughput pass.
+    the rankings scored are those of the batched throughput pass, and at most LATENCY_QUERIES queries are then
+    timed alone (0: none; None: ``LATENCY_SAMPLE``). FUSION (``needle.fusion.fusion_option``) replaces the
+    index's own fusion setting for this run; the result records the one searched with.
     """
+    latency = check_latency_queries(LATENCY_SAMPLE if latency_queries is None else latency_queries)
     dataset = load_beir(dataset_dir, split)
     if pipeline is not None:
-        retrieval = pipeline_retrieval(pipeline, store)
+        retrieval = pipeline_retrieval(pipeline, store, fusion)
     else:
-        retrieval = index_retrieval(dataset.corpus_path, mode, store, model, index_dir)
+        retrieval = index_retrieval(dataset.corpus_path, mode, store, model, index_dir, fusion)
     try:
-        rankings, timings = time_searches(retrieval.retrieve, dataset.queries, retrieval.label)
+        rankings, timings = time_searches(retrieval.retrieve, dataset.queries, retrieval.label, latency)
     finally:
         retrieval.close()
     if run_file is not None:
@@ -127,6 +150,7 @@ def evaluate(
         index_reused=None if opened is None else opened.reused,
         model_load_seconds=retrieval.model_load_seconds,
         timings=timings,
+        fusion=None if retrieval.fusion is None else retrieval.fusion.record(),
     )
 
 

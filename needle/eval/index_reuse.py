@@ -28,6 +28,7 @@ from pathlib import Path
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.directory_lock import DirectoryLockedError, wait_until_unlocked
+from needle.fusion import FusionSetting
 from needle.index_dir import IndexManifest, NeedleError, file_sha256
 from needle.index_generations import embeddings_file
 from needle.indexing import StoreChoice, build_index
@@ -76,20 +77,23 @@ def live_manifest(index_dir: Path) -> IndexManifest | None:
         return None
 
 
-def open_searcher(index_dir: Path, mode: str, top_k: int) -> tuple[Searcher, float]:
-    """Open a searcher of the live generation; returns it and the seconds it took."""
+def open_searcher(index_dir: Path, mode: str, top_k: int, fusion: FusionSetting | None) -> tuple[Searcher, float]:
+    """Open a searcher of the live generation with FUSION (None: the index's own); returns it and the seconds it
+    took."""
     start = time.perf_counter()
-    searcher = Searcher(index_dir, mode=mode, top_k=top_k)
+    searcher = Searcher(index_dir, mode=mode, top_k=top_k, fusion=fusion)
     return searcher, time.perf_counter() - start
 
 
-def reuse(index_dir: Path, digest: str, mode: str, model: str, store: str, top_k: int) -> OpenedIndex | None:
+def reuse(
+    index_dir: Path, digest: str, mode: str, model: str, store: str, top_k: int, fusion: FusionSetting | None
+) -> OpenedIndex | None:
     """A searcher of the live generation when it fits and opens whole, else None (it will be rebuilt)."""
     manifest = live_manifest(index_dir)
     if manifest is None or not fits(manifest, digest, mode, model, store):
         return None
     try:
-        searcher, took = open_searcher(index_dir, mode, top_k)
+        searcher, took = open_searcher(index_dir, mode, top_k, fusion)
     except (NeedleError, DocumentStoreError, OSError) as error:
         logger.warning("the index %s cannot be opened (%s); building it again", index_dir, error)
         return None
@@ -101,17 +105,25 @@ def reuse(index_dir: Path, digest: str, mode: str, model: str, store: str, top_k
 
 
 def open_for_eval(
-    corpus: Path, index_dir: Path, mode: str, model: str, top_k: int, store: str = "faiss", seed: Path | None = None
+    corpus: Path,
+    index_dir: Path,
+    mode: str,
+    model: str,
+    top_k: int,
+    store: str = "faiss",
+    seed: Path | None = None,
+    fusion: FusionSetting | None = None,
 ) -> OpenedIndex:
     """Search the live generation of INDEX_DIR when it fits CORPUS and MODE and opens whole, else build a new
-    one (``index_for_eval``) and search that; the caller closes the returned searcher.
+    one (``index_for_eval``) and search that, with FUSION (None: the index's own); the caller closes the returned
+    searcher.
 
     Another writer of INDEX_DIR (another ``needle eval`` building it) is waited for, then its index looked at
     again, rather than an error: also when it took the lock between this run's look and its build.
     """
     digest = file_sha256(corpus)
     while True:
-        reused = reuse(index_dir, digest, mode, model, store, top_k)
+        reused = reuse(index_dir, digest, mode, model, store, top_k, fusion)
         if reused is not None:
             return reused
         if wait_for_writer(index_dir):
@@ -122,7 +134,7 @@ def open_for_eval(
             if locked.directory.resolve() != index_dir.resolve():
                 raise  # a lock of something else (a store directory elsewhere): waiting here would not free it
             continue  # it started between the look and the build: wait for it on the next round
-        searcher, took = open_searcher(index_dir, mode, top_k)
+        searcher, took = open_searcher(index_dir, mode, top_k, fusion)
         return OpenedIndex(searcher, False, build_seconds, hit, took)
 
 

@@ -1,4 +1,4 @@
-"""The result of one evaluation run, its JSON file, and side-by-side tables of several runs.
+"""The result of one evaluation run and its JSON file (the tables of several runs: ``needle.eval.table``).
 
 JSON schema (``needle eval --json FILE``), one object, keys always present and in this order::
 
@@ -23,7 +23,14 @@ JSON schema (``needle eval --json FILE``), one object, keys always present and i
       "warmup_seconds": float | null,      # the first query, answered once before any timing
       "latency_p50_ms": float | null,      # median time of one query sent alone
       "latency_p99_ms": float | null,      # 99th percentile of the same
-      "latency_queries": int | null        # how many queries were timed alone (all, or 200 evenly spaced)
+      "latency_queries": int | null,       # how many queries were timed alone (all, or --latency-queries N
+                                           # evenly spaced, default 200; 0: not timed, both latencies null)
+      "fusion": {                          # null: the run fuses nothing (dense, bm25, Milvus's own RRF, --pipeline)
+        "source": "default" | "tuned" | "file",  # the rankers' defaults, DIR/fusion.json, or --fusion FILE
+        "path": str | null,                # the fusion file read (null for the defaults)
+        "mix": {"baseline": float, "amplitude": float, "slope": float, "midpoint": float},
+        "rrf": {"k": int}
+      } | null
     }
 
 ``queries_per_second`` counts the searches only: index building, model loading and the warm-up query are
@@ -39,18 +46,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needle.eval.metrics import HEADLINE_METRICS, RECALL_CURVE_DEPTH, RunScores
+from needle.fusion import MIX_KEYS
 
 if TYPE_CHECKING:
     from needle.eval.timing import SearchTimings
 
 SCHEMA = "needle.eval/1"
-METRIC_LABELS = {
-    "ndcg@10": "nDCG@10",
-    "recall@10": "Recall@10",
-    "recall@100": "Recall@100",
-    "mrr@10": "MRR@10",
-    "map@100": "MAP@100",
-}
+FUSION_SOURCES = ("default", "tuned", "file")
 
 
 class ResultFileError(ValueError):
@@ -79,6 +81,7 @@ class EvalResult:
     latency_p50_ms: float | None = None
     latency_p99_ms: float | None = None
     latency_queries: int | None = None
+    fusion: dict[str, Any] | None = None
 
     @classmethod
     def from_scores(
@@ -96,11 +99,13 @@ class EvalResult:
         index_reused: bool | None = None,
         model_load_seconds: float | None = None,
         timings: SearchTimings | None = None,
+        fusion: dict[str, Any] | None = None,
     ) -> EvalResult:
         """Wrap :func:`evaluate_run`'s scores with the run's labels and what the caller measured.
 
         ``timings`` (``needle.eval.timing``) fills the warm-up and latency fields; its ``queries_per_second``
-        is used when the ``queries_per_second`` argument is None.
+        is used when the ``queries_per_second`` argument is None. ``fusion``: the fusion setting's record
+        (``needle.fusion.FusionSetting.record``), None when the run fuses nothing.
         """
         return cls(
             name=name,
@@ -121,6 +126,7 @@ class EvalResult:
             latency_p50_ms=None if timings is None else timings.latency_p50_ms,
             latency_p99_ms=None if timings is None else timings.latency_p99_ms,
             latency_queries=None if timings is None else timings.latency_queries,
+            fusion=None if fusion is None else dict(fusion),
         )
 
     def to_json(self) -> str:
@@ -165,6 +171,26 @@ def _is_duration(value: Any) -> bool:
     return value is None or (_is_number(value) and value >= 0)
 
 
+def _is_fusion(value: Any) -> bool:
+    """Null, or a fusion record: its source, the file read, the mix curve's four numbers and the RRF k."""
+    if value is None:
+        return True
+    if not isinstance(value, dict) or set(value) != {"source", "path", "mix", "rrf"}:
+        return False
+    mix, rrf = value["mix"], value["rrf"]
+    return (
+        value["source"] in FUSION_SOURCES
+        and (value["path"] is None or isinstance(value["path"], str))
+        and isinstance(mix, dict)
+        and set(mix) == set(MIX_KEYS)
+        and all(map(_is_number, mix.values()))
+        and isinstance(rrf, dict)
+        and set(rrf) == {"k"}
+        and isinstance(rrf["k"], int)
+        and not isinstance(rrf["k"], bool)
+    )
+
+
 _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "name": ("a string", lambda v: isinstance(v, str)),
     "dataset": ("a string", lambda v: isinstance(v, str)),
@@ -196,10 +222,22 @@ _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
         "an integer >= 0 or null",
         lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
     ),
+    "fusion": (
+        f"null or an object of source ({', '.join(FUSION_SOURCES)}), path, mix ({', '.join(MIX_KEYS)}) and rrf.k",
+        _is_fusion,
+    ),
 }
 # Keys added after the first files were written: a file without them reads as null (not measured).
 OPTIONAL_KEYS = frozenset(
-    {"index_reused", "model_load_seconds", "warmup_seconds", "latency_p50_ms", "latency_p99_ms", "latency_queries"}
+    {
+        "index_reused",
+        "model_load_seconds",
+        "warmup_seconds",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "latency_queries",
+        "fusion",
+    }
 )
 
 
@@ -223,95 +261,3 @@ def _short(value: Any) -> str:
 def load_results(paths: list[str | Path]) -> list[EvalResult]:
     """Load several results files, e.g. for ``needle eval --compare A.json B.json``."""
     return [EvalResult.load(path) for path in paths]
-
-
-def format_table(results: list[EvalResult]) -> str:
-    """An aligned plain-text table, one column per run (plus a delta column for exactly two runs)."""
-    header, rows = _table(results)
-    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
-
-    def render(line: list[str]) -> str:
-        cells = [line[0].ljust(widths[0])] + [
-            cell.rjust(width) for cell, width in zip(line[1:], widths[1:], strict=True)
-        ]
-        return "  ".join(cells).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([render(header), rule, *map(render, rows)]) + "\n"
-
-
-def format_markdown_table(results: list[EvalResult]) -> str:
-    """The same table as :func:`format_table` in GitHub markdown, for the README."""
-    header, rows = _table(results)
-    lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
-def _table(results: list[EvalResult]) -> tuple[list[str], list[list[str]]]:
-    """Header and body rows shared by both table formats."""
-    if not results:
-        raise ValueError("results: need at least one EvalResult to tabulate")
-    header = [""] + [r.name for r in results]
-    delta = len(results) == 2
-    if delta:
-        header.append(f"{results[1].name} - {results[0].name}")
-    rows = [
-        [label] + [str(getattr(r, key)) for r in results] + ([""] if delta else [])
-        for label, key in (("dataset", "dataset"), ("split", "split"), ("mode", "mode"), ("queries", "n_queries"))
-    ]
-    for key in sorted({key for r in results for key in r.params}):
-        rows.append([key] + [_short_param(r.params.get(key, "-")) for r in results] + ([""] if delta else []))
-    for metric, label in METRIC_LABELS.items():
-        values = [r.metrics[metric] for r in results]
-        rows.append([label] + [f"{v:.4f}" for v in values] + ([f"{values[1] - values[0]:+.4f}"] if delta else []))
-    timing = {
-        "queries/s": [_number(r.queries_per_second, 1) for r in results],
-        "latency p50 (ms)": [_number(r.latency_p50_ms, 1) for r in results],
-        "latency p99 (ms)": [_number(r.latency_p99_ms, 1) for r in results],
-        "latency queries": [_sample(r) for r in results],
-        "index build (s)": ["reused" if r.index_reused else _number(r.index_build_seconds, 2) for r in results],
-        "model load (s)": [_number(r.model_load_seconds, 2) for r in results],
-        "warm-up (s)": [_number(r.warmup_seconds, 2) for r in results],
-        "embedding cache": [_cache(r.embedding_cache_hit) for r in results],
-    }
-    rows += [[label, *cells] + ([""] if delta else []) for label, cells in timing.items()]
-    if len(results) > 1:
-        rows.append(
-            [f"nDCG@10 win/tie/loss vs {results[0].name}", "-"]
-            + [_win_tie_loss(results[0], r) for r in results[1:]]
-            + ([""] if delta else [])
-        )
-    return header, rows
-
-
-def _number(value: float | None, decimals: int) -> str:
-    return "n/a" if value is None else f"{value:,.{decimals}f}"
-
-
-def _sample(result: EvalResult) -> str:
-    """How many of the run's queries were timed one at a time: "300 of 300", or "200 of 1,000" for a sample."""
-    if result.latency_queries is None:
-        return "n/a"
-    return f"{result.latency_queries:,} of {result.n_queries:,}"
-
-
-def _short_param(value: Any) -> str:
-    """A configuration value in at most 40 characters (long paths keep their informative tail)."""
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= 40 else "..." + text[-37:]
-
-
-def _cache(hit: bool | None) -> str:
-    return {None: "n/a", True: "hit", False: "miss"}[hit]
-
-
-def _win_tie_loss(base: EvalResult, other: EvalResult) -> str:
-    """Per-query nDCG@10 of ``other`` against ``base``: how many queries got better, equal, worse."""
-    shared = base.per_query_ndcg10.keys() & other.per_query_ndcg10.keys()
-    if (base.dataset, base.split) != (other.dataset, other.split) or not shared:
-        return "n/a (other queries)"
-    diffs = [other.per_query_ndcg10[q] - base.per_query_ndcg10[q] for q in shared]
-    wins = sum(d > 1e-12 for d in diffs)
-    losses = sum(d < -1e-12 for d in diffs)
-    return f"{wins}/{len(diffs) - wins - losses}/{losses}"

@@ -7,8 +7,9 @@ lazily loaded parts), and then the searches themselves:
 - **batch throughput** (``queries_per_second``): every query, in batches of ``BATCH`` as a bulk run sends
   them; these rankings are the ones scored;
 - **single-query latency** (``latency_p50_ms``, ``latency_p99_ms``): queries sent one at a time to the same
-  pipeline, as an interactive user sends them; all queries, or ``LATENCY_SAMPLE`` evenly spaced ones when
-  there are more (``latency_queries`` says how many).
+  pipeline, as an interactive user sends them; all queries, or ``LATENCY_SAMPLE`` (``needle eval
+  --latency-queries N``: N) evenly spaced ones when there are more (``latency_queries`` says how many). N = 0
+  skips this pass: both figures are then None ("n/a"), and an eval of a slow mode takes half the time.
 """
 
 import time
@@ -17,10 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from haystack import Document
-from tqdm import tqdm
+
+from needle.index_generations import NeedleError
+from needle.progress import Progress, track
 
 BATCH = 64  # queries per pipeline run in the throughput pass (and progress granularity)
-LATENCY_SAMPLE = 200  # at most this many queries are timed one at a time
+LATENCY_SAMPLE = 200  # at most this many queries are timed one at a time, unless the caller says otherwise
 
 Retrieve = Callable[[list[str]], list[list[Document]]]
 
@@ -31,9 +34,9 @@ class SearchTimings:
 
     queries_per_second: float  # all queries, in batches of BATCH
     warmup_seconds: float  # the first query, answered once before any timing
-    latency_p50_ms: float  # median time of one query sent alone
-    latency_p99_ms: float  # 99th percentile of the same
-    latency_queries: int  # how many queries were timed one at a time
+    latency_p50_ms: float | None  # median time of one query sent alone; None when none was timed alone
+    latency_p99_ms: float | None  # 99th percentile of the same
+    latency_queries: int  # how many queries were timed one at a time (0: the pass was skipped)
 
 
 def warm_up(retrieve: Retrieve, texts: list[str]) -> float:
@@ -49,7 +52,7 @@ def run_queries(retrieve: Retrieve, queries: dict[str, str], label: str) -> tupl
     ids, texts = list(queries), list(queries.values())
     rankings: dict[str, list[str]] = {}
     start = time.perf_counter()
-    with tqdm(total=len(ids), desc=f"searching ({label})", unit="q") as bar:
+    with Progress(total=len(ids), desc=f"searching ({label})", unit="q") as bar:
         for i in range(0, len(ids), BATCH):
             for qid, docs in zip(ids[i : i + BATCH], retrieve(texts[i : i + BATCH]), strict=True):
                 rankings[qid] = [d.id for d in docs]
@@ -67,21 +70,31 @@ def latency_sample(texts: list[str], size: int = LATENCY_SAMPLE) -> list[str]:
 def single_query_ms(retrieve: Retrieve, texts: list[str], label: str) -> list[float]:
     """Send each text alone and time it; returns the milliseconds of each, in order."""
     took: list[float] = []
-    for text in tqdm(texts, desc=f"latency ({label})", unit="q"):
+    for text in track(texts, desc=f"latency ({label})", unit="q"):
         start = time.perf_counter()
         retrieve([text])
         took.append((time.perf_counter() - start) * 1000)
     return took
 
 
+def check_latency_queries(count: int) -> int:
+    """COUNT when it is a number of queries to time alone (0 or more), else a one-line error naming the option."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise NeedleError(f"--latency-queries must be an integer >= 0 (0 skips the latency pass), got {count!r}")
+    return count
+
+
 def time_searches(
-    retrieve: Retrieve, queries: dict[str, str], label: str
+    retrieve: Retrieve, queries: dict[str, str], label: str, latency_queries: int = LATENCY_SAMPLE
 ) -> tuple[dict[str, list[str]], SearchTimings]:
-    """Warm up, run the throughput pass (whose rankings are returned for scoring), then time single queries."""
+    """Warm up, run the throughput pass (whose rankings are returned for scoring), then time at most
+    LATENCY_QUERIES single queries (none for 0)."""
     texts = list(queries.values())
+    sample = latency_sample(texts, check_latency_queries(latency_queries))
     warmup = warm_up(retrieve, texts)
     rankings, qps = run_queries(retrieve, queries, label)
-    sample = latency_sample(texts)
-    took = single_query_ms(retrieve, sample, label) or [0.0]
+    if not sample:
+        return rankings, SearchTimings(qps, warmup, None, None, 0)
+    took = single_query_ms(retrieve, sample, label)
     p50, p99 = (float(v) for v in np.percentile(took, [50, 99]))
     return rankings, SearchTimings(qps, warmup, p50, p99, len(sample))
