@@ -2,7 +2,7 @@
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 def median_seconds_abba(
@@ -22,3 +22,27 @@ def median_seconds_abba(
             fn()
             times[name].append(time.perf_counter() - start)
     return statistics.median(times["ours"]), statistics.median(times["peer"])
+
+
+def rotating_rounds(rounds: int, sides: Sequence[Callable[[], object]]) -> list[list[float]]:
+    """Wall seconds of every side in each of ``rounds`` rounds (``times[side][round]``), after one untimed run each.
+
+    Within a round the sides run back to back, starting one further along from round to round, so a slow
+    stretch of a shared machine slows them alike and no side always runs first (after a cache-cold one).
+    """
+    for side in sides:
+        side()
+    times: list[list[float]] = [[] for _ in sides]
+    for round_number in range(rounds):
+        shift = round_number % len(sides)
+        for number in [*range(shift, len(sides)), *range(shift)]:
+            start = time.perf_counter()
+            sides[number]()
+            times[number].append(time.perf_counter() - start)
+    return times
+
+
+def paired_ratio(times: list[list[float]], side: int, over: int = 0) -> float:
+    """Median over rounds of ``times[side] / times[over]`` in the same round: how many times slower ``side`` is
+    (> 1) or faster (< 1), robust to drift between rounds, which best-of figures from different rounds are not."""
+    return statistics.median(a / b for a, b in zip(times[side], times[over], strict=True))

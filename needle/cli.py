@@ -54,6 +54,8 @@ def cmd_index(args: argparse.Namespace) -> None:
         return
     if args.corpus is None or args.out is None:
         raise NeedleError("needle index needs CORPUS and --out DIR (or --config parameter.yaml)")
+    if args.bm25_tokenizer != "bm25s" and (args.store != "faiss" or not args.bm25):
+        raise NeedleError("--bm25-tokenizer needs --bm25 and --store faiss (Milvus's BM25 uses its own analyzers)")
     if args.store == "faiss" and (args.uri is not None or args.collection is not None):
         raise NeedleError("--uri and --collection need --store milvus (FAISS keeps its index inside --out)")
     start = time.perf_counter()
@@ -69,7 +71,10 @@ def cmd_index(args: argparse.Namespace) -> None:
         multimodal=args.multimodal,
         chunk_size=args.chunk_size,
         index_type=DenseIndexType.from_flags(args.index_type, args.hnsw_m, args.ef_construction, args.ef_search),
-        options=IndexOptions(duplicate_ids=args.duplicate_ids),
+        options=IndexOptions(
+            duplicate_ids=args.duplicate_ids,
+            bm25_tokenizer=None if args.bm25_tokenizer == "bm25s" else args.bm25_tokenizer,
+        ),
     )
     took = time.perf_counter() - start
     where = ""
@@ -241,6 +246,14 @@ def parser() -> argparse.ArgumentParser:
         default="en",
         choices=["en", "zh", "character"],
         help="BM25 tokenizer language (milvus: en = Milvus's english analyzer, zh = jieba; no character)",
+    )
+    ix.add_argument(
+        "--bm25-tokenizer",
+        default="bm25s",
+        choices=["bm25s", "lucene"],
+        help="BM25 tokenizer (FAISS store): bm25s (default: --lang's; for en bm25s' own, words of 2+ characters) or "
+        "lucene (Lucene's StandardTokenizer: one-character and numeric tokens kept; with --lang en also its English "
+        "stop list and Porter stemmer, for Lucene-equal recall); the index records it and every search uses it",
     )
     ix.add_argument(
         "--store",

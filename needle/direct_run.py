@@ -3,7 +3,10 @@
 ``Pipeline.run`` costs 0.15-0.3 ms per component per call on Python 3.11 whatever the component does: it
 deep-copies every input (a copy per list element, with runtime Protocol checks), re-checks every socket of every
 component to pick the next one, warms each component up again and opens a tracing span per component. A hybrid
-query runs four components, so that is about a millisecond of a ~20 ms query; a BM25 query is 0.3 ms in all.
+query runs four components, so that is about a millisecond of a ~20 ms query. A BM25 query alone costs less
+than that overhead: on SciFact, one query through the one-component BM25 batch pipeline took 67 µs in the
+component and 197 µs through ``Pipeline.run`` (top_k 10; 0.3 ms against 0.6 ms at top_k 100), while a
+``DirectRun`` took what the component took.
 
 Nothing in a query pipeline needs that machinery when the graph has no cycle, no socket takes several senders
 (variadic or greedy) and every component is one of ours, whose ``run`` never changes its inputs (tested with

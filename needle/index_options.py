@@ -31,10 +31,11 @@ SEARCH_ONLY = ("index_use_gpu", "search_params")  # the writer does not need the
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """The reader's ``duplicate_ids`` rule and the dense store's ``store_settings`` of one build."""
+    """The reader's ``duplicate_ids`` rule, the dense store's ``store_settings`` and the BM25 tokenizer of one build."""
 
     duplicate_ids: str = "error"
     store_settings: Mapping[str, Any] = field(default_factory=dict)
+    bm25_tokenizer: str | None = None  # None: the BM25 template's own (bm25s' for --lang); "lucene": Lucene's
 
     def recorded(self) -> dict[str, Any] | None:
         """What the manifest's ``store_settings`` holds: the settings, or None when there are none."""
@@ -45,6 +46,8 @@ class IndexOptions:
         writer store's settings in the index template DATA."""
         if self.duplicate_ids != "error":
             pf.set_init_param(data, "reader.duplicate_ids", self.duplicate_ids)
+        if not writes_dense and self.bm25_tokenizer is not None:
+            pf.set_init_param(data, "writer.document_store.tokenizer", self.bm25_tokenizer)
         if writes_dense:
             for key, value in self.store_settings.items():
                 if key not in SEARCH_ONLY:

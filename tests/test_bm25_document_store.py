@@ -164,7 +164,7 @@ def test_write_documents_names_the_bad_item() -> None:
         ({"lang": "fr"}, "lang must be one of en, zh, character; got 'fr'"),
         (
             {"tokenizer": "os:system"},
-            "tokenizer must be one of en, zh, character, whitespace, words or a Python function",
+            "tokenizer must be one of en, zh, character, whitespace, words, lucene or a Python function",
         ),
         ({"method": "bm26"}, "method must be one of lucene, robertson, atire, bm25l, bm25\\+; got 'bm26'"),
         ({"k1": -1}, "k1 must be a number >= 0; got -1"),

@@ -3,12 +3,14 @@
 A store keeps its documents validated once, when written; a search returns new Documents derived from them, so
 a caller changing a hit never changes the store. ``Document.__init__`` and ``dataclasses.replace`` re-validate
 every field (8.5-30 µs a document on this project's machine), which at top_k 100 costs more than the search:
-these helpers copy the fields instead (0.6-1.5 µs).
+``hit_documents`` copies the fields instead, in one loop with no call per hit (0.5-1 µs a hit).
 
-A batch of 300 queries at top_k 100 still builds 30,000 of them, two objects each that Python's cyclic garbage
-collector tracks: its collections, triggered every 700 such allocations and reaching the whole heap (a loaded
-model is hundreds of thousands of objects), took a fifth of that time. Hits hold no reference cycles, so
-``collector_paused`` switches the collector off while they are built.
+A batch of 300 queries at top_k 100 builds 30,000 of them, two objects each that Python's cyclic garbage
+collector tracks. Left alone, the collector scans them again and again while they are built (every 700 new
+objects it walks all the young ones, and the hits, still alive, move up a generation each time), and the
+survivors it promotes to the oldest generation bring on full collections, which walk the whole heap (a loaded
+model is hundreds of thousands of objects: 0.1-0.3 s each). ``collector_paused`` runs the build with the collector
+off and hands what the block made to the oldest generation at once, so no collection walks the new hits.
 """
 
 import gc
@@ -72,11 +74,39 @@ def hit(base: Document, score: float, retrieval_type: str) -> Document:
     return document
 
 
+def hit_documents(bases: list[Document], scores: list[float], retrieval_type: str) -> list[Document]:
+    """
+    New Documents for one query's hits: ``bases[i]`` (a stored, validated Document) with ``scores[i]`` and its own
+    meta dict holding ``meta["retrieval_type"]``; the same Documents as ``hit`` gives, built in one loop with no
+    call per hit (a quarter to a third cheaper than ``hit`` per hit; what remains is the object and the two dicts
+    every Document needs).
+    """
+    hits: list[Document] = []
+    append, new = hits.append, object.__new__
+    for base, score in zip(bases, scores, strict=True):
+        document = new(Document)
+        fields = document.__dict__
+        fields.update(base.__dict__)
+        meta = fields["meta"].copy()
+        meta["retrieval_type"] = retrieval_type
+        fields["meta"], fields["score"] = meta, score
+        append(document)
+    return hits
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """
-    Run the block with Python's cyclic garbage collector off, then switch it back on if it was on: for building
-    many objects that form no reference cycles (reference counting still frees everything as usual).
+    Run the block with Python's cyclic garbage collector off, for building many objects that form no reference
+    cycles (reference counting still frees everything as usual); on leaving, also on an error, the collector is
+    as it was.
+
+    Switching it off alone only postpones the work: the collector counts the objects made meanwhile and, switched
+    back on, at once walks all of them (the hits, still alive). So when nothing is frozen (``gc.freeze``) the
+    block's new objects are handed to the oldest generation in two constant-time steps (``gc.freeze()``, then
+    ``gc.unfreeze()``), which also resets the count: no collection walks them until the next full one, which
+    their number does not bring closer. A cycle made in the block is collected then rather than sooner. When the
+    program froze objects itself the freeze is left alone and the collector merely switched back on.
 
     Threads sharing the collector: one that enters while another holds it off leaves it alone, and the first to
     leave switches it back on, so a collection may run in the other thread's block; that costs time, never
@@ -89,4 +119,7 @@ def collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        if not gc.get_freeze_count():
+            gc.freeze()
+            gc.unfreeze()
         gc.enable()

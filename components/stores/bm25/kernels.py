@@ -8,6 +8,10 @@ document in Python. Ours are compiled with ``cache=True``, so a process after th
 read-only, or in ``NUMBA_CACHE_DIR`` when set; with no writable place they are compiled per process, as
 bm25s' are); they only visit the rows a query term occurs in; and the build is two linear passes.
 
+A query's best ``k`` hits come from a heap for a small ``k``; for a large one, from the rows above a score
+threshold found by bisection in vectorised counting passes (``_best_by_threshold``): on SciFact at top_k 100 a
+query then costs 20 µs instead of 34.
+
 Results are those of bm25s: weights are computed with its formulas in its operation order (float64, stored as
 float32), and a query's scores are summed term by term in float32, as its scorer does. Equal scores are ranked
 by row, lowest first, so both backends and every thread count give the same order.
@@ -150,6 +154,125 @@ def _offer(scores: np.ndarray, rows: np.ndarray, size: int, score: float, row: i
     return size
 
 
+HEAP_K = 32
+"""Up to this ``k`` a heap picks the best rows of a dense scan; above it ``_best_by_threshold`` does, faster."""
+_FEW = 256  # a threshold that at most max(4 * k, _FEW) rows beat is close enough
+_STEPS = 24  # bisection steps at most (float32 scores: about a part in 10 million of the range)
+_SIGN = np.uint32(0x80000000)
+
+
+@_jit(nogil=True)
+def _keys(scores: np.ndarray, rows: np.ndarray, m: int) -> np.ndarray:
+    """One int64 per hit that orders hits as the ranking does (a larger key ranks first): the score's float32 bits
+    made order-preserving in the high bits, the row reversed in the low 31 (equal scores: the lower row first;
+    rows are below 2**31, bm25s' indices being int32)."""
+    bits = scores[:m].view(np.uint32)
+    keys = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        u = bits[i]
+        u = ~u if u & _SIGN else u | _SIGN
+        keys[i] = np.int64((np.uint64(u) << np.uint64(31)) | np.uint64(0x7FFFFFFF - rows[i]))
+    return keys
+
+
+@_jit(nogil=True)
+def _best_first(scores: np.ndarray, rows: np.ndarray, m: int, out_scores: np.ndarray, out_rows: np.ndarray) -> int:
+    """The best ``len(out_scores)`` of ``m`` candidate hits (all, when fewer), best first, into ``out_*``."""
+    k = len(out_scores)
+    keys = _keys(scores, rows, m)
+    if m > k:
+        kth = np.partition(keys, m - k)[m - k]
+        kept = 0
+        for i in range(m):
+            if keys[i] >= kth:
+                keys[kept], scores[kept], rows[kept] = keys[i], scores[i], rows[i]
+                kept += 1
+        m = kept
+    order = np.argsort(keys[:m])
+    for i in range(m):
+        out_scores[i], out_rows[i] = scores[order[m - 1 - i]], rows[order[m - 1 - i]]
+    return m
+
+
+@_jit(nogil=True)
+def _count_above(acc: np.ndarray, base: np.float32, t: np.float32, mask: np.ndarray) -> int:
+    """How many rows (accepted by ``mask``, when one is given) score above ``t``: branch-free, so vectorised."""
+    count = 0
+    if len(mask) > 0:
+        for row in range(len(acc)):
+            count += (acc[row] + base > t) & mask[row]
+    else:
+        for row in range(len(acc)):
+            count += acc[row] + base > t
+    return count
+
+
+@_jit(nogil=True, fastmath=True)
+def _highest(acc: np.ndarray, base: np.float32) -> np.float32:
+    """The highest score, over eight lanes (a plain running maximum is not vectorised)."""
+    lanes = np.full(8, -np.inf, dtype=np.float32)
+    whole = len(acc) // 8 * 8
+    for row in range(0, whole, 8):
+        for lane in range(8):
+            value = acc[row + lane]
+            lanes[lane] = value if value > lanes[lane] else lanes[lane]
+    high = lanes.max()
+    for row in range(whole, len(acc)):
+        high = max(high, acc[row])
+    return np.float32(high + base)
+
+
+@_jit(nogil=True)
+def _threshold(
+    acc: np.ndarray, base: np.float32, floor: np.float32, mask: np.ndarray, k: int
+) -> tuple[np.float32, int]:
+    """
+    A score ``t`` >= ``floor`` that at least ``k`` rows beat, or ``floor`` itself when fewer do, and how many beat
+    it: bisection between ``floor`` and the highest score, counting in vectorised passes, until few enough do.
+    Every hit of the best ``k`` beats it, since at least ``k`` rows do.
+    """
+    few = max(4 * k, _FEW)
+    low, count = floor, int(_count_above(acc, base, floor, mask))
+    if count <= few:
+        return low, count
+    high = _highest(acc, base)
+    for _ in range(_STEPS):
+        middle = np.float32((np.float64(low) + np.float64(high)) / 2)
+        if middle <= low or middle >= high:
+            break
+        above = int(_count_above(acc, base, middle, mask))
+        if above < k:
+            high = middle
+            continue
+        low, count = middle, above
+        if above <= few:
+            break
+    return low, count
+
+
+@_jit(nogil=True)
+def _best_by_threshold(
+    acc: np.ndarray, base: np.float32, floor: np.float32, mask: np.ndarray, out_scores: np.ndarray, out_rows: np.ndarray
+) -> int:
+    """
+    A dense scan's best hits for a large ``k``: find a score few rows beat but at least ``k`` do (``_threshold``),
+    collect those rows in one pass and select among them. A heap instead replaces its worst hit some
+    k * ln(rows / k) times, each a walk down the heap of unpredictable branches: twice as slow at k = 100.
+    Zeroes ``acc``.
+    """
+    t, count = _threshold(acc, base, floor, mask, len(out_scores))
+    scores, rows = np.empty(count, dtype=np.float32), np.empty(count, dtype=np.int64)
+    use_mask, m = len(mask) > 0, 0
+    for row in range(len(acc)):
+        score = acc[row] + base
+        if score > t and not (use_mask and not mask[row]):
+            scores[m], rows[m] = score, row
+            m += 1
+    acc[:] = 0
+    kept: int = _best_first(scores, rows, m, out_scores, out_rows)
+    return kept
+
+
 @_jit(nogil=True)
 def _one_query(
     data: np.ndarray,
@@ -168,8 +291,9 @@ def _one_query(
 
     A row the query's terms do not reach keeps ``acc`` 0, and so does one whose weights sum to 0: neither can
     beat ``floor`` (>= ``base``), since weights are never negative. So the second pass visits each reached row
-    once by zeroing it as it goes, over the postings again; or, when the postings outnumber a quarter of the
-    rows, scans every row (sequential reads beat that many random ones).
+    once by zeroing it as it goes, over the postings again, into a heap of the best; or, when the postings
+    outnumber a quarter of the rows, scans every row (sequential reads beat that many random ones), into the heap
+    for a small ``k`` and through ``_best_by_threshold`` for a large one.
     """
     postings = 0
     for term in query:
@@ -193,6 +317,9 @@ def _one_query(
                     and _enters(out_scores, out_rows, size, score, row)
                 ):
                     size = _offer(out_scores, out_rows, size, score, row)
+    elif len(out_scores) > HEAP_K:
+        kept: int = _best_by_threshold(acc, base, floor, mask, out_scores, out_rows)
+        return kept
     else:  # rows ascend, so a full heap only takes strictly better scores: one predictable branch per row
         k = len(out_scores)
         threshold = floor

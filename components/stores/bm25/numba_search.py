@@ -58,18 +58,15 @@ class NumbaScorer:
         document without any query term) plus the weights of the terms it holds, is above ``floors``.
         :param n_threads: 0 or 1 for this thread, -1 for all cores, else that many threads.
         """
-        lengths = np.fromiter((len(q) for q in queries), dtype=np.int64, count=len(queries))
+        lengths = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
         pointers = np.zeros(len(queries) + 1, dtype=np.int64)
         np.cumsum(lengths, out=pointers[1:])
-        flat = np.fromiter((t for q in queries for t in q), dtype=np.int64, count=int(pointers[-1]))
+        flat = np.fromiter(itertools.chain.from_iterable(queries), dtype=np.int64, count=int(pointers[-1]))
         mask = _NO_MASK if accept is None else np.ascontiguousarray(accept, dtype=np.bool_)
         k = max(1, min(k, self.n_docs))
-        threads = (os.cpu_count() or 1) if n_threads == -1 else max(n_threads, 1)
-        bounds = np.linspace(0, len(queries), min(threads, len(queries)) + 1).astype(int).tolist()
-        parts = list(itertools.pairwise(bounds))
+        bases, floors = bases_floors
 
-        def serial(part: tuple[int, int]) -> list[Hits]:
-            first, end = part
+        def serial(first: int, end: int) -> list[Hits]:
             scores, rows, counts = kernels.search_serial(
                 self.data,
                 self.indptr,
@@ -77,16 +74,19 @@ class NumbaScorer:
                 flat,
                 pointers[first : end + 1],
                 mask,
-                bases_floors[0][first:end],
-                bases_floors[1][first:end],
+                bases[first:end],
+                floors[first:end],
                 self._buffer(),
                 k,
             )
             return [(rows[i, :c], scores[i, :c]) for i, c in enumerate(counts.tolist())]
 
-        if len(parts) == 1:
-            return serial(parts[0])
-        return [hits for part in _pool().map(serial, parts) for hits in part]
+        threads = min((os.cpu_count() or 1) if n_threads == -1 else max(n_threads, 1), len(queries))
+        if threads <= 1:
+            return serial(0, len(queries))
+        bounds = [len(queries) * part // threads for part in range(threads + 1)]
+        parts = _pool().map(serial, bounds[:-1], bounds[1:])
+        return [hits for part in parts for hits in part]
 
     def _buffer(self) -> np.ndarray:
         """This thread's score accumulator, one float per document (zeroed; the kernel leaves it so)."""

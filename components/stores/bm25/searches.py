@@ -17,7 +17,7 @@ from components.stores.async_twins import twin
 from components.stores.bm25.documents import StoredDocuments
 from components.stores.bm25.index import BM25Index, IdHits
 from components.stores.bm25.tokenizers import BM25Tokenizer
-from components.stores.hits import SharedHits, collector_paused, hit
+from components.stores.hits import SharedHits, collector_paused, hit_documents
 
 
 class BM25Searches:
@@ -78,7 +78,7 @@ class BM25Searches:
         """
         found = self._hits(queries, filters, top_k, n_threads)
         with collector_paused():
-            return [[hit(doc, score, "sparse") for doc, score in zip(*hits, strict=True)] for hits in found]
+            return [hit_documents(docs, scores, "sparse") for docs, scores in found]
 
     def bm25_shared_hits_batch(
         self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int = 10, n_threads: int = 0
@@ -105,7 +105,7 @@ class BM25Searches:
             index = self._ready()
             if index.version != snapshot.version:
                 hits = [_live(index, ids, scores) for ids, scores in hits]
-            found = self._documents.get([doc_id for ids, _ in hits for doc_id in ids])
+            found = self._documents.get(list(itertools.chain.from_iterable(ids for ids, _ in hits)))
         ends = list(itertools.accumulate(len(ids) for ids, _ in hits))
         return [(found[end - len(ids) : end], scores) for (ids, scores), end in zip(hits, ends, strict=True)]
 

@@ -15,6 +15,9 @@ is looked up from it, so opening someone else's index or pipeline never runs the
   unigrams so one-character queries still match); other runs of word characters become lower-cased words.
 - ``whitespace``: lower-cased text split at whitespace, nothing removed (codes, identifiers, pre-tokenized text).
 - ``words``: lower-cased runs of word characters, no stopwords and no stemming (any alphabetic language).
+- ``lucene``: Lucene's StandardTokenizer segmentation (one-character and numeric tokens kept), lower-cased; with
+  ``lang="en"`` also EnglishAnalyzer's possessive filter, 33-word stop list and Porter stemmer
+  (``components.stores.bm25.lucene_tokenizer``): Lucene's recall, for users who compare with it.
 - a Python callable ``function(text: str) -> list[str]`` passed in code: used as is; it cannot be written
   into a YAML file or a manifest, so the index records only that a custom tokenizer was used.
 """
@@ -30,7 +33,7 @@ from typing import Any
 import numpy as np
 
 LANGUAGES = ("en", "zh", "character")
-TOKENIZERS = (*LANGUAGES, "whitespace", "words")
+TOKENIZERS = (*LANGUAGES, "whitespace", "words", "lucene")
 CUSTOM = "custom"
 """What a saved index records as its tokenizer when it was built with a Python callable."""
 STEM_CACHE_WORDS = 500_000
@@ -93,7 +96,7 @@ class BM25Tokenizer:
     def __init__(self, lang: str = "en", tokenizer: TokenizerSetting = None) -> None:
         """
         :param lang: ``en``, ``zh`` or ``character`` (see the module docstring), used when ``tokenizer`` is None.
-        :param tokenizer: A built-in name (``whitespace``, ``words``, or a ``lang`` name), or a Python function
+        :param tokenizer: A built-in name (``whitespace``, ``words``, ``lucene``, or a ``lang`` name), or a function
             ``function(text) -> list[str]``; replaces ``lang``'s tokenizer.
         :raises ValueError: If ``lang`` or ``tokenizer`` is not one of the allowed values.
         """
@@ -127,7 +130,12 @@ class BM25Tokenizer:
         if callable(self.tokenizer):
             function = self.tokenizer
             return lambda texts: [self._checked_user_terms(function, text, i) for i, text in enumerate(texts)]
-        return _BUILT_INS[self.tokenizer or self.lang]()
+        name = self.tokenizer or self.lang
+        if name == "lucene":
+            from components.stores.bm25.lucene_tokenizer import lucene_tokenizer
+
+            return lucene_tokenizer(english=self.lang == "en")
+        return _BUILT_INS[name]()
 
     def _checked_user_terms(self, function: Callable[[str], list[str]], text: str, i: int) -> list[str]:
         """Call the user function and make sure it kept its contract, naming the text that broke it."""

@@ -1,7 +1,8 @@
 """FAISSDocumentStore's searches: nearest rows in FAISS (exactly when the index cannot answer), then the hits.
 
 A mixin of the store (which loads the table and the vectors and holds the lock); kept apart from the writes so
-each file stays readable. ``search`` returns new Documents; ``search_shared_hits`` the stored ones, for fusion.
+each file stays readable. ``search`` returns new Documents (``hit_documents``: one loop, no call per hit, with the
+garbage collector paused); ``search_shared_hits`` the stored ones, for fusion.
 """
 
 import threading
@@ -15,7 +16,7 @@ from components.stores.async_twins import twin
 from components.stores.faiss.checks import check_queries
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
 from components.stores.faiss.vector_index import FAISSVectorIndex, exact_search
-from components.stores.hits import SharedHits, collector_paused
+from components.stores.hits import SharedHits, collector_paused, hit_documents
 
 
 class FAISSSearches:
@@ -48,8 +49,14 @@ class FAISSSearches:
         with self._lock:
             table, rows, scores = self._search_rows(query_embeddings, top_k, filters)
             embeddings = table.embedding_lists(np.unique(rows).tolist()) if return_embedding else {}
+            shared = [table.shared_hits(r, s) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
             with collector_paused():
-                return [table.hits(r, s, embeddings) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
+                found = [hit_documents(docs, hit_scores, "dense") for docs, hit_scores in shared]
+        if embeddings:
+            for hits, hit_rows in zip(found, rows.tolist(), strict=True):
+                for document, row in zip(hits, (row for row in hit_rows if row >= 0), strict=True):
+                    document.__dict__["embedding"] = embeddings.get(row)
+        return found
 
     def search_shared_hits(
         self, query_embeddings: np.ndarray, top_k: int, filters: dict[str, Any] | None = None

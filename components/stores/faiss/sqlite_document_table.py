@@ -19,7 +19,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils.filters import document_matches_filter
 
 from components.stores.document_checks import encode_document
-from components.stores.hits import SharedHits, derived, hit
+from components.stores.hits import SharedHits, derived
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS documents ("
@@ -129,15 +129,6 @@ class SQLiteDocumentTable:
         docs = self._bases(rows)
         embeddings = self.embedding_lists(rows) if with_embedding else {}
         return [derived(docs[row], meta=dict(docs[row].meta), embedding=embeddings.get(row)) for row in rows]
-
-    def hits(self, rows: Sequence[int], scores: Sequence[float], embeddings: dict[int, list[float]]) -> list[Document]:
-        """Search results: new Documents with their score and ``meta["retrieval_type"] = "dense"``; row -1 skipped."""
-        docs = self._bases(rows)
-        found = [hit(docs[row], score, "dense") for row, score in zip(rows, scores, strict=True) if row >= 0]
-        if embeddings:
-            for document, row in zip(found, (row for row in rows if row >= 0), strict=True):
-                document.__dict__["embedding"] = embeddings.get(row)
-        return found
 
     def shared_hits(self, rows: Sequence[int], scores: Sequence[float]) -> SharedHits:
         """Search results as the stored Documents (shared: never change them) and their scores; row -1 skipped."""
