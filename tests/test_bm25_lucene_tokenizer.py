@@ -115,3 +115,24 @@ def _scored(documents: list[Document]) -> list[tuple[str, float]]:
     pairs = [(d.id, d.score) for d in documents if d.score is not None]
     assert len(pairs) == len(documents)
     return pairs
+
+
+def test_needle_index_bm25_tokenizer_lucene_is_recorded_and_searched(tmp_path: Path, capsys) -> None:
+    """`needle index --bm25-tokenizer lucene`: the index finds a one-letter query (vitamin "d") that a default
+    index cannot, every later search uses the recorded tokenizer, and the flag is refused where it cannot apply."""
+    from needle.cli import main
+
+    corpus = tmp_path / "corpus.jsonl"
+    lines = [{"id": "d", "contents": "vitamin d and bone density"}, {"id": "k", "contents": "vitamin k and clotting"}]
+    corpus.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    hits = {}
+    for name, flags in (("lucene", ["--bm25-tokenizer", "lucene"]), ("default", [])):
+        out = tmp_path / name
+        assert main(["index", str(corpus), "--out", str(out), "--bm25", "--no-dense", *flags]) == 0
+        capsys.readouterr()
+        assert main(["search", str(out), "d", "--mode", "bm25", "--json"]) == 0
+        hits[name] = [hit["id"] for hit in json.loads(capsys.readouterr().out)[0]]
+    assert hits == {"lucene": ["d"], "default": []}
+    refused = ["index", str(corpus), "--out", str(tmp_path / "x"), "--bm25-tokenizer", "lucene"]
+    assert main(refused) == 2  # without --bm25 there is no BM25 index to tokenize for
+    assert "--bm25-tokenizer needs --bm25 and --store faiss" in capsys.readouterr().err
