@@ -22,6 +22,7 @@ import pytest
 from model_home import MODELS
 from tiny_bert import build_bert
 
+import needle.progress
 from components.stores.bm25.document_store import BM25DocumentStore
 from components.stores.faiss.document_store import FAISSDocumentStore
 from needle import pipeline_files as pf
@@ -234,7 +235,10 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_one_progress_bar_counts_the_whole_corpus(corpus: Path, tiny_model: str, tmp_path: Path) -> None:
+def test_one_progress_bar_counts_the_whole_corpus(
+    corpus: Path, tiny_model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(needle.progress, "QUIET_START", 0.0)  # a plain line however quick this small build is
     err = Terminal()
     argv = ["index", str(corpus), "--out", str(tmp_path / "ix"), "--bm25", "--model", tiny_model, "--chunk-size", "300"]
     with contextlib.redirect_stderr(err):
