@@ -18,10 +18,11 @@ One rule per input, raising Haystack's exception types with a message that names
 
 import math
 import reprlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from haystack.errors import FilterError
+if TYPE_CHECKING:
+    from haystack.errors import FilterError
 
 MAX_TOP_K = 10_000
 MAX_QUERIES = 10_000  # per request: a whole benchmark split (NQ test: 3,610; HotpotQA dev: 7,405) fits in one
@@ -120,7 +121,7 @@ def check_filters(filters: Any, name: str = "filters") -> None:
     while stack:
         where, node, depth = stack.pop()
         if depth > MAX_FILTER_DEPTH:
-            raise FilterError(f"{name} are nested deeper than {MAX_FILTER_DEPTH} levels of AND/OR/NOT")
+            raise _filter_error(f"{name} are nested deeper than {MAX_FILTER_DEPTH} levels of AND/OR/NOT")
         children = _filter_children(where, node)
         stack.extend((f"{where}.conditions[{i}]", child, depth + 1) for i, child in enumerate(children))
 
@@ -128,38 +129,48 @@ def check_filters(filters: Any, name: str = "filters") -> None:
 def _filter_children(where: str, node: Any) -> list[Any]:
     """Check one filter node and return its sub-conditions (none for a comparison)."""
     if not isinstance(node, dict):
-        raise FilterError(
+        raise _filter_error(
             f"{where} must be a dict in Haystack's filter syntax: {{'field': 'meta.x', 'operator': '==', "
             f"'value': ...}} or {{'operator': 'AND', 'conditions': [...]}}; got {_shown(node)}"
         )
     operator = node.get("operator")
     if "field" in node:
         if not isinstance(node["field"], str) or not node["field"]:
-            raise FilterError(f"{where}: 'field' must be a non-empty string like 'meta.x', got {_shown(node['field'])}")
+            raise _filter_error(
+                f"{where}: 'field' must be a non-empty string like 'meta.x', got {_shown(node['field'])}"
+            )
         if "operator" not in node:
-            raise FilterError(
+            raise _filter_error(
                 f"{where}: comparison on {node['field']!r} has no 'operator'; one of {COMPARISON_OPERATORS}"
             )
         if not isinstance(operator, str) or operator not in COMPARISON_OPERATORS:
-            raise FilterError(
+            raise _filter_error(
                 f"{where}: comparison operator must be one of {COMPARISON_OPERATORS}, got {_shown(operator)}"
             )
         if "value" not in node:
-            raise FilterError(f"{where}: comparison {node['field']!r} {operator} has no 'value'")
+            raise _filter_error(f"{where}: comparison {node['field']!r} {operator} has no 'value'")
         if operator in ("in", "not in") and not isinstance(node["value"], list):
-            raise FilterError(f"{where}: operator {operator!r} needs a list value, got {_shown(node['value'])}")
+            raise _filter_error(f"{where}: operator {operator!r} needs a list value, got {_shown(node['value'])}")
         return []
     if not isinstance(operator, str) or operator not in LOGICAL_OPERATORS:
-        raise FilterError(
+        raise _filter_error(
             f"{where}: a node without 'field' is a logical node whose operator must be one of {LOGICAL_OPERATORS}, "
             f"got {_shown(operator)}"
         )
     conditions = node.get("conditions")
     if not isinstance(conditions, list):
-        raise FilterError(
+        raise _filter_error(
             f"{where}: logical operator {operator} needs a list of 'conditions', got {_shown(conditions)}"
         )
     return conditions
+
+
+def _filter_error(message: str) -> "FilterError":
+    """Haystack's FilterError with MESSAGE, imported only here: importing these checks loads no Haystack (and so
+    no torch), which keeps `needle --help` and the CLI's argument checks light."""
+    from haystack.errors import FilterError
+
+    return FilterError(message)
 
 
 def _shown(value: Any) -> str:

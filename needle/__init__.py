@@ -1,3 +1,38 @@
-"""The ``needle`` command-line tool and the application logic behind it (indexing, search, evaluation)."""
+"""The ``needle`` command-line tool and the application logic behind it (indexing, search, evaluation).
 
-import components  # noqa: F401  (registers our modules with Haystack's deserialization allowlist)
+``from needle import Searcher, build_index`` works, but importing the package loads neither (nor Haystack, nor
+torch): each name is imported on first use, so `needle --help` and the CLI's argument checks stay light. The
+deserialization allowlist is set by ``import components``, which every module that loads a pipeline does.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["IndexManifest", "NeedleError", "Searcher", "build_index"]
+
+# Each public name and the module that defines it.
+_HOMES = {
+    "IndexManifest": "needle.index_dir",
+    "NeedleError": "needle.errors",
+    "Searcher": "needle.search",
+    "build_index": "needle.indexing",
+}
+
+if TYPE_CHECKING:
+    from needle.errors import NeedleError
+    from needle.index_dir import IndexManifest
+    from needle.indexing import build_index
+    from needle.search import Searcher
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562)."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'needle' has no attribute {name!r}")
+    value = getattr(import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -16,7 +16,7 @@ index is searched exactly like a flat one.
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from needle.index_generations import NeedleError
+from needle.errors import NeedleError
 
 INDEX_TYPES = ("flat", "hnsw")
 # Allowed ranges, as the CLI flags state them. M: graph neighbours per vector (FAISS needs >= 2);

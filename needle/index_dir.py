@@ -41,6 +41,7 @@ from components.stores.crash_safe_generations import MANIFEST
 from components.stores.crash_safe_generations import STORES as SAVED_STORES
 from needle import pipeline_files as pf
 from needle.backends import Recorded, set_document_embedder, set_query_embedder, spec_of
+from needle.cli_options import DEFAULT_MODEL, STORES
 from needle.dense_index_type import FLAT, DenseIndexType
 from needle.fusion import FusionSetting, apply_fusion, index_fusion
 from needle.index_generations import EMBEDDINGS, NeedleError, link_or_copy, read_live, rebuild_hint
@@ -49,9 +50,7 @@ from needle.index_streaming import DEFAULT_CHUNK_SIZE, run_chunked
 
 __all__ = ["DEFAULT_MODEL", "IndexManifest", "NeedleError", "as_hits", "fill_search_pipeline"]
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PARTS = ("dense", "bm25")
-STORES = ("faiss", "milvus")  # faiss: FAISS (+ bm25s with --bm25); milvus: one Milvus collection for every part
 # The search pipeline of each mode over a Milvus collection: hybrid is the same MixRetrieveRanker fusion as over
 # FAISS + bm25s, rrf is Milvus's own hybrid search (its RRF ranker).
 MILVUS_TEMPLATES = {"dense": "milvus_dense", "bm25": "milvus_bm25", "hybrid": "milvus_mix", "rrf": "milvus_hybrid"}

@@ -40,23 +40,21 @@ from components.stores.crash_safe_generations import (
     verify_all,
 )
 from components.stores.directory_lock import LOCK_FILE, DirectoryLock
+from needle.cli_options import LEGACY_MANIFEST
+from needle.cli_options import check_readable as _check_readable
+from needle.cli_options import rebuild_hint as rebuild_hint
+from needle.errors import NeedleError as NeedleError  # the class every module names from here
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "needle-index"
 LAYOUT = Generations(kind="needle index", digits=6, stamp={"format": FORMAT, "format_version": 1}, keep=1)
 EMBEDDINGS = "embeddings.npy"
-# What an index built before generations held at its top level (DIR/needle.json + DIR/dense + DIR/bm25).
-LEGACY_MANIFEST = "needle.json"
 # `needle tune`'s fitted fusion parameters (needle.fusion), beside the generations: every rebuild keeps them.
 FUSION_FILE = "fusion.json"
 TOP_LEVEL = (POINTER, f"{POINTER}.tmp", LOCK_FILE, FUSION_FILE, f"{FUSION_FILE}.tmp")
 LEGACY_NAMES = {LEGACY_MANIFEST, f".{LEGACY_MANIFEST}.tmp", EMBEDDINGS, f"{EMBEDDINGS}.json", "dense", "bm25"}
 _OURS = re.compile(r"gen-\d{6}(\.partial)?|[a-z0-9_]+_search\.ya?ml|\.embeddings\.npy\..*\.tmp")
-
-
-class NeedleError(Exception):
-    """A user-facing error: the CLI prints its message on one line, without a traceback."""
 
 
 def live_name(index_dir: Path) -> str | None:
@@ -99,27 +97,6 @@ def verify_own_files(generation: Path, manifest: dict[str, Any]) -> None:
     :raises DocumentStoreError: naming the first file that is not as saved.
     """
     verify_all(generation, manifest, [name for name in manifest.get(DIGESTS, {}) if name != EMBEDDINGS])
-
-
-def _check_readable(index_dir: Path) -> None:
-    """Refuse a missing directory, a file, or an index of the older layout before looking for generations."""
-    if not index_dir.is_dir():
-        what = "is a file, not an index directory" if index_dir.exists() else "not found"
-        raise NeedleError(f"index directory {what}: {index_dir} (build one with `needle index CORPUS --out DIR`)")
-    if not (index_dir / POINTER).is_file():
-        if (index_dir / LEGACY_MANIFEST).is_file():
-            raise NeedleError(
-                f"{index_dir} was built by an older needle (DIR/{LEGACY_MANIFEST}, no DIR/{POINTER}); "
-                f"{rebuild_hint(index_dir)}"
-            )
-        raise NeedleError(
-            f"{index_dir} is not a needle index: {index_dir / POINTER} is missing; {rebuild_hint(index_dir)}"
-        )
-
-
-def rebuild_hint(index_dir: Path) -> str:
-    """How to repair an index: build it again (the corpus is not stored in it)."""
-    return f"rebuild it with `needle index CORPUS --out {index_dir}`"
 
 
 def check_target(out: Path) -> None:

@@ -25,18 +25,11 @@ from haystack import Pipeline
 
 from components.converters.jsonl_lines import count_objects
 from components.embedders.embedding_file import reusable
+from needle.cli_options import DEFAULT_CHUNK_SIZE as DEFAULT_CHUNK_SIZE  # defined light, for the parser
+from needle.cli_options import check_chunk_size as check_chunk_size
 from needle.direct_run import DirectRun
 from needle.index_generations import NeedleError
 from needle.progress import Progress
-
-DEFAULT_CHUNK_SIZE = 10_000
-
-
-def check_chunk_size(value: object) -> int:
-    """The chunk size when it is an integer >= 1. :raises NeedleError: naming --chunk-size and the value."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise NeedleError(f"--chunk-size must be an integer >= 1 (documents per chunk), got {value!r}")
-    return value
 
 
 def streams(pipeline: Pipeline) -> bool:

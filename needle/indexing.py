@@ -22,6 +22,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import MANIFEST, load_json
 from needle.backends import Recorded
+from needle.cli_options import check_corpus
 from needle.dense_index_type import FLAT, DenseIndexType, check_index_type_options
 from needle.index_dir import (
     EmbeddingsNotReusable,
@@ -91,8 +92,7 @@ def build_index(
     """
     corpus, out = Path(corpus), Path(out)
     chunk_size = check_chunk_size(chunk_size)
-    if not corpus.is_file():
-        raise NeedleError(f"corpus not found: {corpus}")
+    check_corpus(corpus)
     if not dense and not bm25:
         raise NeedleError("nothing to build: --no-dense needs --bm25")
     check_index_type_options(index_type, store=target.store, dense=dense, multimodal=multimodal)

@@ -14,8 +14,6 @@ Milvus Lite runs in-process and locks its data directory; the store frees it whe
 closes, so the CLI closes every store it opened.
 """
 
-import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,20 +48,6 @@ class MilvusServerError(DocumentStoreError):
 def is_server(uri: str) -> bool:
     """Whether ``uri`` names a Milvus server (rather than a Milvus Lite database path)."""
     return not is_lite(uri)
-
-
-def quiet_lite_logging() -> None:
-    """Keep Milvus Lite's and gRPC's logging off stderr: the store's one-line errors say what failed.
-
-    ``milvus_lite.server_manager`` logs the failed start of a locked database with ``logger.exception`` before
-    pymilvus raises, and without a handler Python prints that traceback on stderr, above the CLI's one-line
-    error. gRPC's C core logs through absl straight to stderr (e.g. "Received a GOAWAY ... too_many_pings"); it
-    reads ``GRPC_VERBOSITY`` once, when ``grpc`` is first imported, so the CLI sets it before anything imports
-    pymilvus (a value the user set is kept). pymilvus's own loggers are quieted where a store connects
-    (``components.stores.milvus.connection.quiet_pymilvus``).
-    """
-    logging.getLogger("milvus_lite.server_manager").setLevel(logging.CRITICAL)
-    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 
 def check_milvus_options(uri: str | None, collection: str | None, lang: str, dense: bool) -> None:

@@ -11,11 +11,11 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.checks import check_queries, check_top_k
 from needle import pipeline_files as pf
+from needle.cli_options import MODES as MODES  # defined light, for the parser
 from needle.fusion import FusionSetting, index_fusion
 from needle.index_dir import IndexManifest, NeedleError, fill_search_pipeline
 from needle.index_generations import live_name, rebuild_hint
 
-MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion (Milvus's own RRF on Milvus)
 # The modes answered by a batch pipeline (all queries in one run, a single query too: one run costs the same
 # pipeline overhead whatever the number of queries), per store.
 BATCH_MODES = {"faiss": MODES, "milvus": MODES}

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.joiners.rrf_batch_joiner import RRF_K
 from needle.fusion import DEFAULT_FUSION, Fusion, Mix, fusion_path, remove_fusion, write_fusion, write_fusion_file
-from needle.index_dir import DEFAULT_MODEL, IndexManifest, NeedleError
+from needle.index_dir import IndexManifest, NeedleError
 from needle.index_generations import take_lock
 
 if TYPE_CHECKING:
@@ -34,29 +34,6 @@ if TYPE_CHECKING:
 DEPTH = 100  # candidates per side, as the hybrid pipelines retrieve
 BATCH = 64  # queries per search call
 TEST_SPLIT = "test"  # the split `needle eval` scores by default
-
-
-def add_parser(sub: Any) -> None:
-    """The `tune` sub-command of the `needle` parser."""
-    tu = sub.add_parser("tune", help="fit the hybrid fusion (mix curve, RRF k) on a BEIR training split")
-    tu.add_argument("dataset_dir", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
-    tu.add_argument("--split", default="train", help="qrels split to fit on (default train)")
-    tu.add_argument("--model", default=DEFAULT_MODEL, help="embedding model of the dense side")
-    tu.add_argument("--index-dir", help="index of the corpus to build or reuse and tune (default: `needle eval`'s)")
-    tu.add_argument("--json", help="write the fitted values and the scores to this file (schema needle.tune/1)")
-    what = tu.add_mutually_exclusive_group()
-    what.add_argument(
-        "--out",
-        metavar="FILE",
-        help="write the fitted fusion to FILE only (schema needle.fusion/1), leaving the index's as it is; "
-        "apply it to a run with `--fusion FILE` on search, eval or serve",
-    )
-    what.add_argument(
-        "--reset",
-        action="store_true",
-        help="undo a tune: remove the index's fusion.json and publish a generation with the default fusion",
-    )
-    tu.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args: argparse.Namespace) -> None:

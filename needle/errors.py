@@ -1,0 +1,9 @@
+"""``NeedleError``, the CLI's user-facing error, in a module of its own so that light code can raise it.
+
+``needle.index_generations`` (and through it every module that names ``NeedleError``) imports it from here; the
+argument checks of ``needle.cli_options`` raise it without importing Haystack.
+"""
+
+
+class NeedleError(Exception):
+    """A user-facing error: the CLI prints its message on one line, without a traceback."""
