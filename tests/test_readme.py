@@ -37,16 +37,23 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_readme_has_the_examples_this_test_runs() -> None:
-    assert len(blocks("python")) == 3
+    assert len(blocks("python")) == 4
     assert len(blocks("console")) == 3
     assert "make run" in blocks("bash")[0]
     assert "make test" in blocks("bash")[0]
 
 
-@pytest.mark.parametrize("index", [0, 1, 2])
+@pytest.mark.parametrize("index", [0, 1, 2, 3])
 def test_python_example_runs(workdir: Path, index: int) -> None:
     code = blocks("python")[index]
     exec(compile(code, f"README.md python block {index + 1}", "exec"), {"__name__": "__readme__"})
+
+
+def test_the_library_example_runs_twice(workdir: Path) -> None:
+    """`from needle import Searcher, build_index`: a second run rebuilds the same directory and answers the same."""
+    code = compile(blocks("python")[0], "README.md python block 1", "exec")
+    for _ in range(2):
+        exec(code, {"__name__": "__readme__"})
 
 
 def run_line(line: str, background: list[subprocess.Popen]) -> str:
