@@ -46,6 +46,9 @@ import numpy as np
 from haystack import Document
 from sentence_transformers import SentenceTransformer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import rotating_rounds
+
 from components.embedders.model_resolver import resolve_model
 from components.stores.hits import collector_paused
 from needle.index_dir import DEFAULT_MODEL
@@ -198,15 +201,7 @@ def best_batch(rounds: int, sides: list[Callable[[], object]]) -> tuple[list[flo
     back to back, so a slow stretch of a shared machine (a batch's encode varies by +-20 % here, in stretches of
     minutes) slows them alike; best-of figures taken from different rounds carry that drift into their ratio.
     """
-    for side in sides:
-        side()
-    times: list[list[float]] = [[] for _ in sides]
-    for round_number in range(rounds):
-        shift = round_number % len(sides)
-        for number in [*range(shift, len(sides)), *range(shift)]:
-            start = time.perf_counter()
-            sides[number]()
-            times[number].append(time.perf_counter() - start)
+    times = rotating_rounds(rounds, sides)
     paired = [statistics.median(t / first for t, first in zip(side, times[0], strict=True)) for side in times]
     return [min(side) for side in times], paired
 
