@@ -48,9 +48,9 @@ from synthetic_corpus import write_corpus
 
 from components.converters.jsonl_corpus_reader import iter_corpus
 from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
-from needle.index_dir import DEFAULT_MODEL
-from needle.indexing import build_index
-from needle.search import Searcher
+from needle.defaults import DEFAULT_MODEL
+from needle.index.build import build_index
+from needle.search.searcher import Searcher
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact"
 SIZES = {"small": (5_183, 300, 7), "large": (1_000_000, 1_000, 3)}  # synthetic passages, queries, rounds

@@ -51,9 +51,9 @@ from _timing import rotating_rounds
 
 from components.embedders.model_resolver import resolve_model
 from components.stores.hits import collector_paused
-from needle.index_dir import DEFAULT_MODEL
-from needle.indexing import build_index
-from needle.search import Searcher
+from needle.defaults import DEFAULT_MODEL
+from needle.index.build import build_index
+from needle.search.searcher import Searcher
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact"
 SIZES = {"small": (300, 30, 40, 3), "large": (5183, 300, 0, 3)}  # passages, queries, words kept (0: all), rounds

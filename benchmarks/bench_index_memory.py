@@ -59,8 +59,8 @@ def rss(field):
     raise RuntimeError(field)
 
 mode, part, corpus, out, model, chunk = sys.argv[1:7]
-from needle import pipeline_files as pf
-from needle.indexing import build_index
+from needle.pipelines import files as pf
+from needle.index.build import build_index
 if part == "dense":
     from sentence_transformers import SentenceTransformer
     SentenceTransformer(model)  # imports and loads what the build will: base covers the model

@@ -1,6 +1,6 @@
 """OpenAI-compatible embedding throughput: batches in flight at once vs one after another, ours vs Haystack's.
 
-The server is tests/servers/openai_compatible_server.py in its own process on 127.0.0.1, answering every request
+The server is tests/support/servers/openai_compatible.py in its own process on 127.0.0.1, answering every request
 after a fixed delay (`--delay-s`, a stand-in for network and model time); so the rows measure how the clients
 use that time, not how fast a model runs. All sides embed the same documents with the same `batch_size` through
 the real `openai` SDK. Rounds alternate ABBA after a warm-up (benchmarks/_timing.py); each side reports its
@@ -33,7 +33,7 @@ from haystack.utils import Secret
 
 from components.embedders import OpenAIDocumentEmbedder, OpenAITextEmbedder
 
-SERVER = Path(__file__).resolve().parent.parent / "tests" / "servers" / "openai_compatible_server.py"
+SERVER = Path(__file__).resolve().parent.parent / "tests" / "support" / "servers" / "openai_compatible.py"
 KEY = "sk-bench"
 SIZES = {"small": (256, 16, 3), "large": (2048, 32, 5)}  # documents, batch size, timed rounds
 CONCURRENCY = 8

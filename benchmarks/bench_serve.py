@@ -110,7 +110,7 @@ async def load(url: str, bodies: list[dict[str, object]], concurrency: int) -> d
 
 def in_process(index: Path, mode: str, queries: list[str]) -> dict[str, float]:
     """The same searches through Searcher, one at a time."""
-    from needle.search import Searcher
+    from needle.search.searcher import Searcher
 
     searcher = Searcher(index, mode=mode, top_k=5)
     searcher.search(queries[:2])  # warm

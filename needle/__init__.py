@@ -12,17 +12,17 @@ __all__ = ["IndexManifest", "NeedleError", "Searcher", "build_index"]
 
 # Each public name and the module that defines it.
 _HOMES = {
-    "IndexManifest": "needle.index_dir",
+    "IndexManifest": "needle.index.manifest",
     "NeedleError": "needle.errors",
-    "Searcher": "needle.search",
-    "build_index": "needle.indexing",
+    "Searcher": "needle.search.searcher",
+    "build_index": "needle.index.build",
 }
 
 if TYPE_CHECKING:
     from needle.errors import NeedleError
-    from needle.index_dir import IndexManifest
-    from needle.indexing import build_index
-    from needle.search import Searcher
+    from needle.index.build import build_index
+    from needle.index.manifest import IndexManifest
+    from needle.search.searcher import Searcher
 
 
 def __getattr__(name: str) -> Any:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
+
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 

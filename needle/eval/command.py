@@ -11,9 +11,9 @@ Two ways to choose the retrieval:
 - ``--pipeline FILE.yaml`` runs any YAML pipeline that declares a ``query`` input and a ``documents``
   output in Hayhooks' ``inputs:`` / ``outputs:`` blocks, one query at a time.
 
-A fused mode (hybrid, and rrf over FAISS + bm25s) searches with one fusion setting (``needle.fusion``), which the
-result records (``fusion``) and the table shows: the index's own (DIR/fusion.json when `needle tune` wrote one,
-else the defaults), or ``fusion`` (``--fusion FILE|default``) for this run only, the index left as it is.
+A fused mode (hybrid, and rrf over FAISS + bm25s) searches with one fusion setting (``needle.pipelines.fusion``),
+which the result records (``fusion``) and the table shows: the index's own (DIR/fusion.json when `needle tune` wrote
+one, else the defaults), or ``fusion`` (``--fusion FILE|default``) for this run only, the index left as it is.
 """
 
 import hashlib
@@ -23,15 +23,15 @@ from pathlib import Path
 
 import yaml
 
-from needle import pipeline_files as pf
+from needle.errors import NeedleError
 from needle.eval import EvalResult, evaluate_run, load_beir, run_from_rankings
 from needle.eval.index_reuse import OpenedIndex, index_for_eval, open_for_eval
 from needle.eval.timing import LATENCY_SAMPLE, Retrieve, check_latency_queries, time_searches
-from needle.fusion import FusionSetting, index_fusion
-from needle.index_dir import NeedleError
-from needle.index_generations import embeddings_file
+from needle.index.generations import embeddings_file
+from needle.pipelines import files as pf
+from needle.pipelines.fusion import FusionSetting, index_fusion
 
-__all__ = ["DEPTH", "default_index_dir", "evaluate", "index_for_eval"]  # index_for_eval: for needle.tune
+__all__ = ["DEPTH", "default_index_dir", "evaluate", "index_for_eval"]  # index_for_eval: for needle.tune.command
 
 DEPTH = 100  # retrieve this many per query: Recall@100 and MAP@100 need them
 CACHE_ROOT = Path.home() / ".cache" / "needle" / "eval"

@@ -28,11 +28,12 @@ from pathlib import Path
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.directory_lock import DirectoryLockedError, wait_until_unlocked
-from needle.fusion import FusionSetting
-from needle.index_dir import IndexManifest, NeedleError, file_sha256
-from needle.index_generations import embeddings_file
-from needle.indexing import StoreChoice, build_index
-from needle.search import Searcher
+from needle.errors import NeedleError
+from needle.index.build import StoreChoice, build_index
+from needle.index.generations import embeddings_file
+from needle.index.manifest import IndexManifest, file_sha256
+from needle.pipelines.fusion import FusionSetting
+from needle.search.searcher import Searcher
 
 logger = logging.getLogger(__name__)
 EVAL_LANG = "en"  # the BM25 language needle eval builds with (build_index's default)

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needle.eval.metrics import HEADLINE_METRICS, RECALL_CURVE_DEPTH, RunScores
-from needle.fusion import MIX_KEYS
+from needle.pipelines.fusion import MIX_KEYS
 
 if TYPE_CHECKING:
     from needle.eval.timing import SearchTimings

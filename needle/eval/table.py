@@ -1,7 +1,7 @@
 """Side-by-side tables of evaluation results: plain text for the terminal, GitHub markdown for the README.
 
 One column per run (plus a delta column for exactly two runs); rows for the labels, the parameters, the fusion
-setting the run searched with (``needle.fusion``), the metrics and the timings.
+setting the run searched with (``needle.pipelines.fusion``), the metrics and the timings.
 """
 
 from __future__ import annotations

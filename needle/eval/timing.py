@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from haystack import Document
 
-from needle.index_generations import NeedleError
+from needle.errors import NeedleError
 from needle.progress import Progress, track
 
 BATCH = 64  # queries per pipeline run in the throughput pass (and progress granularity)

@@ -1,0 +1,96 @@
+"""The argparse types of the `needle` parser and the CLI's first settings, importable without Haystack or torch.
+
+`needle --help`, `--version` and argument errors answer from this module, ``needle.cli.parser``, ``needle.defaults``,
+``needle.index.checks`` and ``components.checks`` alone.
+"""
+
+import argparse
+import logging
+import os
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
+
+from components.checks import MAX_TOP_K
+from needle.defaults import DISTRIBUTION
+from needle.errors import NeedleError
+from needle.index.checks import check_chunk_size
+
+if TYPE_CHECKING:
+    from needle.pipelines.fusion import FusionSetting
+
+EXIT_USAGE = 2
+
+
+def needle_version() -> str:
+    """The installed distribution's version; a source checkout that was never installed says so."""
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        from components import __version__
+
+        return f"{__version__} (source checkout, not installed)"
+
+
+def quiet_lite_logging() -> None:
+    """Keep Milvus Lite's and gRPC's logging off stderr: the store's one-line errors say what failed.
+
+    ``milvus_lite.server_manager`` logs the failed start of a locked database with ``logger.exception`` before
+    pymilvus raises, and without a handler Python prints that traceback on stderr, above the CLI's one-line
+    error. gRPC's C core logs through absl straight to stderr (e.g. "Received a GOAWAY ... too_many_pings"); it
+    reads ``GRPC_VERBOSITY`` once, when ``grpc`` is first imported, so the CLI sets it before anything imports
+    pymilvus (a value the user set is kept). pymilvus's own loggers are quieted where a store connects
+    (``components.stores.milvus.connection.quiet_pymilvus``).
+    """
+    logging.getLogger("milvus_lite.server_manager").setLevel(logging.CRITICAL)
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: an integer in [LOW, HIGH]; the error states the range (argparse names the flag)."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {value}")
+        return value
+
+    return number
+
+
+def top_k_number(text: str) -> int:
+    """argparse type: hits per query, an integer in [1, MAX_TOP_K] (the range every retriever accepts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer in [1, {MAX_TOP_K}], got {text!r}") from None
+    if not 1 <= value <= MAX_TOP_K:
+        raise argparse.ArgumentTypeError(f"must be an integer in [1, {MAX_TOP_K}], got {value}")
+    return value
+
+
+def chunk_size_number(text: str) -> int:
+    """argparse type: documents per chunk of `needle index`, an integer >= 1."""
+    try:
+        return check_chunk_size(int(text))
+    except (ValueError, NeedleError):
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (documents per chunk), got {text!r}") from None
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 1-65535."""
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port in [1, 65535], got {value}")
+    return value
+
+
+def fusion_option(value: str) -> "FusionSetting":
+    """argparse type of ``--fusion FILE|default``: ``needle.fusion.fusion_option``, imported only when the flag is
+    given (it reads the file, with the joiners' limits)."""
+    from needle.pipelines import fusion
+
+    return fusion.fusion_option(value)

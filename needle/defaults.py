@@ -1,0 +1,17 @@
+"""needle's defaults and fixed names, each defined once, importable without Haystack, torch or numpy.
+
+The parser (``needle.cli.parser``) states them in ``--help``; the modules that build, search and serve indexes take
+them from here, so that a default changes in one place.
+"""
+
+DISTRIBUTION = "needle-retrieval"  # pyproject.toml's [project] name
+MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion (Milvus's own RRF on Milvus)
+STORES = ("faiss", "milvus")  # faiss: FAISS (+ bm25s with --bm25); milvus: one Milvus collection for every part
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_TOP_K = 5  # hits per query when a command, a request or a pipeline file names none
+DEFAULT_CHUNK_SIZE = 10_000
+# An index directory's live-generation pointer: components.stores.crash_safe_generations.POINTER, named here too
+# so a path error needs no store code (a test checks that the two agree).
+INDEX_POINTER = "CURRENT"
+# What an index built before generations held at its top level (DIR/needle.json + DIR/dense + DIR/bm25).
+LEGACY_MANIFEST = "needle.json"

@@ -1,0 +1,44 @@
+"""The first checks of an index command's arguments, importable without Haystack, torch or numpy.
+
+`needle --help`, argument errors and path errors (a missing corpus, a missing directory or one that is not an
+index) answer from this module, ``needle.cli.parser`` and ``components.checks`` alone.
+"""
+
+from pathlib import Path
+
+from needle.defaults import INDEX_POINTER, LEGACY_MANIFEST
+from needle.errors import NeedleError
+
+
+def rebuild_hint(index_dir: Path) -> str:
+    """How to repair an index: build it again (the corpus is not stored in it)."""
+    return f"rebuild it with `needle index CORPUS --out {index_dir}`"
+
+
+def check_readable(index_dir: Path) -> None:
+    """Refuse a missing directory, a file, or an index of the older layout before looking for generations."""
+    if not index_dir.is_dir():
+        what = "is a file, not an index directory" if index_dir.exists() else "not found"
+        raise NeedleError(f"index directory {what}: {index_dir} (build one with `needle index CORPUS --out DIR`)")
+    if not (index_dir / INDEX_POINTER).is_file():
+        if (index_dir / LEGACY_MANIFEST).is_file():
+            raise NeedleError(
+                f"{index_dir} was built by an older needle (DIR/{LEGACY_MANIFEST}, no DIR/{INDEX_POINTER}); "
+                f"{rebuild_hint(index_dir)}"
+            )
+        raise NeedleError(
+            f"{index_dir} is not a needle index: {index_dir / INDEX_POINTER} is missing; {rebuild_hint(index_dir)}"
+        )
+
+
+def check_corpus(corpus: Path) -> None:
+    """Refuse a corpus path that is not a file. :raises NeedleError: naming it."""
+    if not corpus.is_file():
+        raise NeedleError(f"corpus not found: {corpus}")
+
+
+def check_chunk_size(value: object) -> int:
+    """The chunk size when it is an integer >= 1. :raises NeedleError: naming --chunk-size and the value."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise NeedleError(f"--chunk-size must be an integer >= 1 (documents per chunk), got {value!r}")
+    return value

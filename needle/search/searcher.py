@@ -1,0 +1,146 @@
+"""Search an index directory through the YAML search pipelines, in dense, BM25 or hybrid mode.
+
+The index's manifest says which store holds it, so the same modes search FAISS + bm25s or one Milvus
+collection (``IndexManifest.template`` picks the pipeline); nothing else changes for the caller.
+"""
+
+from pathlib import Path
+
+from haystack import Document
+from haystack.document_stores.errors import DocumentStoreError
+
+from components.checks import check_queries, check_top_k
+from needle.defaults import MODES  # defined light, for the parser
+from needle.errors import NeedleError
+from needle.index.checks import rebuild_hint
+from needle.index.generations import live_name
+from needle.index.manifest import IndexManifest
+from needle.index.templates import fill_search_pipeline
+from needle.pipelines import files as pf
+from needle.pipelines.fusion import FusionSetting, index_fusion
+
+# The modes answered by a batch pipeline (all queries in one run, a single query too: one run costs the same
+# pipeline overhead whatever the number of queries), per store.
+BATCH_MODES = {"faiss": MODES, "milvus": MODES}
+
+
+def best_mode(manifest: IndexManifest) -> str:
+    """Hybrid when the index has both dense and BM25 parts, else whichever it has."""
+    return "hybrid" if {"dense", "bm25"} <= set(manifest.modes) else manifest.modes[0]
+
+
+def check_mode(manifest: IndexManifest, mode: str, index_dir: Path) -> None:
+    """Refuse a mode the index was not built for, saying how to build it."""
+    needed = {"dense", "bm25"} if mode in ("hybrid", "rrf") else {mode}
+    missing = needed - set(manifest.modes)
+    if missing:
+        raise NeedleError(
+            f"index {index_dir} has no {' or '.join(sorted(missing))} part (it has: {', '.join(manifest.modes)}); "
+            f"rebuild it with `needle index CORPUS --out {index_dir}"
+            f"{' --bm25' if 'bm25' in missing else ''}`"
+        )
+
+
+def check_model(manifest: IndexManifest, model: str | None, index_dir: Path) -> None:
+    """Refuse a query model other than the one the index was built with."""
+    if model and manifest.model and model != manifest.model:
+        raise NeedleError(
+            f"index {index_dir} was built with model {manifest.model} (dimension {manifest.dim}); "
+            f"it cannot be searched with {model}: drop --model or rebuild the index with it"
+        )
+
+
+class Searcher:
+    """
+    Builds the search pipeline for one index and mode once, then answers batches of queries.
+
+    It opens the generation live when it starts and keeps answering from it, even after a rebuild switches
+    the index to a newer one; a generation removed while it was being opened is retried once from the pointer.
+    """
+
+    def __init__(
+        self,
+        index_dir: Path,
+        mode: str | None = None,
+        top_k: int = 5,
+        model: str | None = None,
+        fusion: FusionSetting | None = None,
+    ) -> None:
+        """``fusion``: the fusion parameters to search with (``needle.pipelines.fusion``, ``--fusion FILE|default``);
+        None: the index's own (DIR/fusion.json when `needle tune` wrote one, else the defaults), read once here."""
+        self.index_dir = Path(index_dir)
+        self.fusion = index_fusion(self.index_dir) if fusion is None else fusion
+        check_top_k(top_k)
+        for attempt in (1, 2):
+            self.manifest = IndexManifest.load(self.index_dir)
+            try:
+                self._open(mode, top_k, model)
+                return
+            except (NeedleError, DocumentStoreError, OSError):
+                if hasattr(self, "pipeline"):
+                    self.close()  # what was opened of this generation (a Lite database stays locked otherwise)
+                if attempt == 2 or live_name(self.index_dir) == self.manifest.generation:
+                    raise
+
+    def _open(self, mode: str | None, top_k: int, model: str | None) -> None:
+        """Check mode and model, build the pipeline, load the stores (checking their counts), then the model."""
+        self.mode = mode or best_mode(self.manifest)
+        if self.mode not in MODES:
+            raise NeedleError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        if self.manifest.multimodal:  # an image index answers dense text queries only (needle.index.images)
+            from needle.index.images import check_image_mode
+
+            check_image_mode(self.manifest, self.mode, self.index_dir)
+        check_mode(self.manifest, self.mode, self.index_dir)
+        check_model(self.manifest, model, self.index_dir)
+        self.batched = self.mode in BATCH_MODES[self.manifest.store]
+        template = self.manifest.template(self.mode, self.batched)
+        data = fill_search_pipeline(self.index_dir, self.manifest, template, top_k, self.fusion)
+        self.runner = pf.QueryPipeline(data, f"{template}_search", "queries" if self.batched else "query", False)
+        self.pipeline = self.runner.pipeline
+        self._check_parts()
+        self.pipeline.warm_up()
+        if "embedder" in data["components"]:
+            self._check_dimension()
+
+    def _check_parts(self) -> None:
+        """Load every document store now and compare its count with the manifest's, naming the part that differs.
+
+        Loading first pins the generation (its files stay readable once open), and a missing or damaged part
+        is an error here rather than an empty answer later.
+        """
+        for name, component in self.pipeline.walk():
+            store = getattr(component, "document_store", None)
+            if store is None:
+                continue
+            count = store.count_documents()
+            if count != self.manifest.documents:
+                raise NeedleError(
+                    f"index {self.index_dir} is damaged: generation {self.manifest.generation} lists "
+                    f"{self.manifest.documents} documents but the store of `{name}` holds {count}; "
+                    f"{rebuild_hint(self.index_dir)}"
+                )
+
+    def _check_dimension(self) -> None:
+        """Embed a probe query and compare its size with the index's, before any real search."""
+        embedder = self.pipeline.get_component("embedder")
+        out = embedder.run(texts=["dimension probe"]) if self.batched else embedder.run(text="dimension probe")
+        dim = len(out["embeddings"][0] if self.batched else out["embedding"])
+        if dim != self.manifest.dim:
+            raise NeedleError(
+                f"index {self.index_dir} holds {self.manifest.dim}-dimensional vectors but model "
+                f"{self.manifest.model} gives {dim}: rebuild the index with `needle index`"
+            )
+
+    def search(self, queries: list[str]) -> list[list[Document]]:
+        """Top-k documents for each query, in query order; every query must pass ``components.checks``."""
+        check_queries(queries)
+        return self.runner.run_many(queries)
+
+    def close(self) -> None:
+        """Close the Milvus connections of a Milvus index, so that its Lite database is free for other processes
+        (and for this one at another path, after a move). FAISS and BM25 stores hold no lock: nothing to do."""
+        if self.manifest.store == "milvus":
+            from needle.index.milvus import close_stores
+
+            close_stores(self.pipeline)

@@ -1,0 +1,117 @@
+"""The search pipelines `needle serve` deploys: built in memory from an index's manifest, fixed at start-up.
+
+Each servable mode becomes one Hayhooks ``YAMLPipelineWrapper`` in an ``ImmutablePipelineRegistry`` (Hayhooks'
+registry of durable mode, which has no deploy or undeploy path). The YAML comes from
+``fill_search_pipeline``'s in-memory dict, never from a file in the index directory, and nothing is saved
+anywhere. Every pipeline answers a probe query before the server starts, because the stores load lazily: a
+broken index part must stop the start-up, not the first user's query. Every pipeline carries one fusion setting
+(``needle.pipelines.fusion``), chosen once at start-up: the index's own, or the one `needle serve --fusion` names.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hayhooks.server.pipelines.models import create_pipeline_metadata
+from hayhooks.server.pipelines.registry import (
+    ImmutablePipelineRegistry,
+    PipelineRegistration,
+)
+from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper
+from haystack import Pipeline
+
+import components  # noqa: F401  (allowlists our component modules for Pipeline.loads)
+from needle.defaults import MODES
+from needle.errors import NeedleError
+from needle.index.manifest import IndexManifest
+from needle.index.templates import fill_search_pipeline
+from needle.pipelines.feed import SearchPlan
+from needle.pipelines.fusion import FusionSetting, index_fusion
+
+PROBE_QUERY = "needle serve start-up probe"
+FUSED_MODES = ("hybrid", "rrf")  # modes that need both the dense and the BM25 part
+
+
+@dataclass(frozen=True)
+class ServedPipelines:
+    """The registry Hayhooks' status route reads, the plan of each pipeline in it, and the index they search."""
+
+    registry: ImmutablePipelineRegistry
+    plans: dict[str, SearchPlan]
+    index_dir: Path
+    manifest: IndexManifest
+    stores: dict[str, Any]  # one document store per configuration, shared by every pipeline (share_stores)
+    fusion: FusionSetting  # the fusion parameters every pipeline was built with
+
+
+def share_stores(pipeline: Pipeline, stores: dict[str, Any]) -> None:
+    """
+    Point each retriever of PIPELINE at the one store object of its store's configuration, so that the index
+    is opened once for all served pipelines (stores load lazily, so the later copies never open anything).
+
+    The stores serialise their settings only, so equal ``to_dict`` output means the same index part; their own
+    locks serialise the requests that share them.
+    """
+    for _, component in pipeline.walk():
+        store = getattr(component, "document_store", None)
+        if store is not None:
+            key = json.dumps(store.to_dict(), sort_keys=True, default=str)
+            component.document_store = stores.setdefault(key, store)  # type: ignore[attr-defined]
+
+
+def servable_modes(manifest: IndexManifest) -> list[str]:
+    """The search modes this index has every part for, in MODES order."""
+    parts = set(manifest.modes)
+    return [mode for mode in MODES if ({"dense", "bm25"} if mode in FUSED_MODES else {mode}) <= parts]
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The innermost error of a wrapped chain (Hayhooks' ValueError, Haystack's PipelineRuntimeError, ...)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return error
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on one line, its type when the message is empty."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def deploy(
+    index_dir: Path, manifest: IndexManifest, name: str, stores: dict[str, Any], fusion: FusionSetting
+) -> tuple[PipelineRegistration, SearchPlan]:
+    """Build, warm up and probe the pipeline ``<name>_search``; any failure is a NeedleError naming it."""
+    pipeline_name = f"{name}_search"
+    try:
+        data = fill_search_pipeline(index_dir, manifest, manifest.template(name), fusion=fusion)
+        wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(data, sort_keys=False), description=pipeline_name)
+        wrapper.setup()
+        share_stores(wrapper.pipeline, stores)
+        wrapper.pipeline.warm_up()
+        plan = SearchPlan.of(data)
+        wrapper.pipeline.run(plan.feed(PROBE_QUERY, None), include_outputs_from=wrapper.include_outputs_from)
+    except Exception as error:
+        cause = root_cause(error)
+        raise NeedleError(f"pipeline {pipeline_name} failed to deploy from {index_dir}: {one_line(cause)}") from error
+    metadata = {**create_pipeline_metadata(pipeline_name, wrapper), "description": pipeline_name}
+    return PipelineRegistration(pipeline_name, wrapper, metadata), plan
+
+
+def deploy_all(index_dir: Path, fusion: FusionSetting | None = None) -> ServedPipelines:
+    """Every servable search pipeline of INDEX_DIR, or a NeedleError: never a server with no pipeline.
+
+    ``fusion``: the fusion parameters of every pipeline; None: the index's own (DIR/fusion.json or the defaults),
+    read once here, so that every pipeline of the server has the same.
+    """
+    manifest = IndexManifest.load(index_dir)
+    modes = servable_modes(manifest)
+    if not modes:
+        raise NeedleError(f"index {index_dir} has no searchable part (modes: {manifest.modes or 'none'})")
+    setting = index_fusion(Path(index_dir)) if fusion is None else fusion
+    stores: dict[str, Any] = {}
+    deployed = [deploy(index_dir, manifest, mode, stores, setting) for mode in modes]
+    registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
+    plans = {registration.name: plan for registration, plan in deployed}
+    return ServedPipelines(registry, plans, Path(index_dir), manifest, stores, setting)
