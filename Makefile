@@ -29,8 +29,8 @@ $(INF_STAMP):
 install: $(STAMP)
 
 run: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/needle index samples/python_docs.jsonl --out .needle/sample --bm25 --overwrite
-	HF_HUB_OFFLINE=1 $(BIN)/needle search .needle/sample "how do I parse command line arguments" "read and write zip archives" "run a function in a separate thread" --top-k 3
+	HF_HUB_OFFLINE=1 $(BIN)/needle index samples/python_docs.jsonl --out .needle/quickstart --bm25 --overwrite
+	HF_HUB_OFFLINE=1 $(BIN)/needle search .needle/quickstart "how do I parse command line arguments" "read and write zip archives" "run a function in a separate thread" --top-k 3
 
 test: $(STAMP) $(INF_STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q

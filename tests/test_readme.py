@@ -45,14 +45,10 @@ def test_readme_has_the_examples_this_test_runs() -> None:
 
 
 @pytest.mark.parametrize("index", [0, 1, 2, 3])
-def test_python_example_runs(workdir: Path, index: int) -> None:
-    code = blocks("python")[index]
-    exec(compile(code, f"README.md python block {index + 1}", "exec"), {"__name__": "__readme__"})
-
-
-def test_the_library_example_runs_twice(workdir: Path) -> None:
-    """`from needle import Searcher, build_index`: a second run rebuilds the same directory and answers the same."""
-    code = compile(blocks("python")[0], "README.md python block 1", "exec")
+def test_python_example_runs_twice(workdir: Path, index: int) -> None:
+    """Each python block runs, and runs again in the same directory (a user re-running an example): the second
+    run rebuilds or overwrites what the first wrote and answers the same."""
+    code = compile(blocks("python")[index], f"README.md python block {index + 1}", "exec")
     for _ in range(2):
         exec(code, {"__name__": "__readme__"})
 

@@ -1,7 +1,7 @@
 """Quality on SciFact (300 test queries) through the README's own `needle eval` commands.
 
-Runs the README's `text` block with the dataset path pointed at ../shared/data/scifact, then checks the
-figures each issue promises: dense (all-MiniLM-L6-v2) nDCG@10 >= 0.64, BM25 >= 0.670, the mix hybrid at
+Runs the README's `text` block with its dataset path (datasets/scifact) pointed at ../shared/data/scifact, then
+checks the figures each issue promises: dense (all-MiniLM-L6-v2) nDCG@10 >= 0.64, BM25 >= 0.670, the mix hybrid at
 least 0.02 above both, and our nDCG@10 equal (within 0.005) to what ranx computes on the TREC run file.
 The corpus embeddings are cached under ~/.cache/needle/eval, so a second run does not encode again.
 """
@@ -26,7 +26,7 @@ def results(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     work = tmp_path_factory.mktemp("scifact")
     block = re.search(r"```text\n(needle eval .*?)```", README, flags=re.S).group(1)
     for line in block.strip().splitlines():
-        argv = [str(scifact_dir) if a == "../shared/data/scifact" else a for a in shlex.split(line)[1:]]
+        argv = [str(scifact_dir) if a == "datasets/scifact" else a for a in shlex.split(line)[1:]]
         argv = [str(work / a) if a.endswith((".json", ".png", ".trec")) else a for a in argv]
         assert main(argv) == 0, line
     return {p.stem: json.loads(p.read_text()) | {"dir": work} for p in work.glob("*.json")}
