@@ -12,7 +12,11 @@ step over in a blink prints nothing), then at most one line every ``NEEDLE_PROGR
 5), and a last one when the step ends after that; a step that fails shows no last line (on a terminal its bar
 is wiped), so the error line stands on its own. The rate is the step's own:
 the clock starts when the step is created, before its work, never at an update after the work was done.
-:func:`note` says what a step did (``needle: reused 5,183 embeddings from ...``).
+:func:`note` says what a step did (``needle: reused 5,183 embeddings from ...``). :class:`Stages` shows a step
+made of stages, such as a store's save, one :class:`Progress` per stage::
+
+    needle: saving (BM25): writing documents 120,000/200,000 docs (60%, 81,000 docs/s, ETA 1s)
+
 ``NEEDLE_PROGRESS_INTERVAL=off`` shows none of it.
 
 :class:`Progress` takes tqdm's ``total``/``desc``/``unit``/``postfix`` and its ``update``, ``close``, ``n`` and
@@ -161,6 +165,54 @@ class Progress:
         what = f"{self.desc[:1].lower()}{self.desc[1:]}: " if self.desc else ""  # needle's lines are lowercase
         self._file.write(f"needle: {what}{doing}{count} {self.unit} ({', '.join(details)})\n")
         self._file.flush()
+
+
+class Stages:
+    """The stages of one step, each shown as a :class:`Progress` named by its stage: the callback a store's save
+    takes (``save(on_progress=...)``), called as ``stages(stage, done, total)``.
+
+    ```python
+    with Stages(desc="Saving (BM25)", unit="docs") as report:
+        store.save(on_progress=report)
+    ```
+
+    A stage's clock starts at its first call (which the stores make with ``done`` 0, as the stage starts) and it
+    ends once ``done`` reaches ``total``, when another stage is called, or when the block ends; a block that
+    raises ends its stage without a last line.
+    """
+
+    def __init__(self, *, desc: str = "", unit: str = "it", file: TextIO | None = None) -> None:
+        """Nothing is shown before the first stage; DESC, UNIT and FILE are those of each stage's Progress."""
+        self.desc, self.unit, self._file = desc, unit, file
+        self._stage: str | None = None
+        self._bar: Progress | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        """DONE of TOTAL units through STAGE; a stage other than the last one called ends that one first."""
+        if self._bar is None or stage != self._stage:
+            self._end(leave=True)
+            self._stage = stage
+            self._bar = Progress(total=total, desc=self.desc, unit=self.unit, postfix=stage, file=self._file)
+        self._bar.advance_to(done)
+        if done >= total:
+            self._end(leave=True)  # its last line now, not after what follows it
+
+    def _end(self, *, leave: bool) -> None:
+        """End the current stage, with its last line when LEAVE."""
+        if self._bar is not None:
+            self._bar.leave = leave
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> Self:
+        """The callback, its last stage ended on leaving the block."""
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        """End the last stage; without its last line when the block raised, so the error line stands alone."""
+        self._end(leave=error is None)
 
 
 def track(iterable: Iterable[T], *, desc: str = "", unit: str = "it", total: int | None = None) -> Iterator[T]:

@@ -11,13 +11,16 @@ are found by text queries embedded with `SentenceTransformersTextEmbedder` and t
   (`embedding_file`): row i = document i, reused only when the model, normalisation, ids and the SHA-256 of
   every image's bytes are unchanged; while a reusable file exists, `warm_up` loads no model;
 * `batch_size` is checked at init, and the model must support images (checked when it loads);
-* images are decoded one batch at a time, so memory holds `batch_size` images, not the corpus.
+* images are decoded one batch at a time, so memory holds `batch_size` images, not the corpus;
+* `progress_callback`, an attribute as on the text document embedder: called with the number of images of each
+  batch once it is encoded, for code that shows progress its own way (`needle index --multimodal`).
 
 Haystack's component also renders PDF pages; that path is not offered here (a PDF is not an image file).
 """
 
 import hashlib
 import io
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -115,6 +118,9 @@ class SentenceTransformersImageEmbedder(HaystackSentenceTransformersDocumentImag
         )
         self.embedding_path = embedding_path
         self.overwrite = overwrite
+        # Called with the number of images of each batch once it is encoded (e.g. by `needle index`, which shows
+        # its own progress): run-time wiring, neither an init parameter nor serialized.
+        self.progress_callback: Callable[[int], object] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component: Haystack's parameters plus ours (precision is always float32 here)."""
@@ -186,7 +192,8 @@ class SentenceTransformersImageEmbedder(HaystackSentenceTransformersDocumentImag
         return build_fingerprint(settings, [doc.id for doc in documents], digests)
 
     def _encode_images(self, documents: list[Document]) -> npt.NDArray[np.float32]:
-        """Encode every Document's image, `batch_size` decoded images at a time, into one (N, dim) matrix."""
+        """Encode every Document's image, `batch_size` decoded images at a time, into one (N, dim) matrix; each
+        batch encoded is counted on `progress_callback` (when one is set)."""
         if self._embedding_backend is None:
             self.warm_up()
         model = self._loaded_model()
@@ -203,6 +210,8 @@ class SentenceTransformersImageEmbedder(HaystackSentenceTransformersDocumentImag
                     **(self.encode_kwargs or {}),
                 )
             )
+            if self.progress_callback is not None:
+                self.progress_callback(len(images))
         return np.concatenate(chunks).astype(np.float32, copy=False)
 
     def _embeddings_for(self, documents: list[Document]) -> npt.NDArray[np.float32]:

@@ -101,12 +101,13 @@ class TransactionalStore:
                     raise
                 return result
 
-    def _save(self, root: Path) -> None:
-        """Save to ``root`` now, under its writer lock (``save()``)."""
+    def _save(self, root: Path, report: Any = None) -> None:
+        """Save to ``root`` now, under its writer lock (``save()``); ``report``, when given, is the store's progress
+        callback, handed to ``_save_locked``."""
         with self._lock:
             self._ready()
             with self._writer.locked(root):
-                self._save_locked(root)
+                self._save_locked(root, *([report] if report else []))
 
     def _ready(self) -> Any:
         raise NotImplementedError
@@ -117,5 +118,5 @@ class TransactionalStore:
     def _restore(self, checkpoint: Any) -> None:
         raise NotImplementedError
 
-    def _save_locked(self, root: Path) -> None:
+    def _save_locked(self, root: Path, *report: Any) -> None:
         raise NotImplementedError

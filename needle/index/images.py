@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from needle.defaults import DEFAULT_MODEL
+from needle.defaults import DEFAULT_CHUNK_SIZE, DEFAULT_MODEL
 from needle.errors import NeedleError
 from needle.index.manifest import IndexManifest
-from needle.index.parts import carry_embeddings, embeddings_refused
+from needle.index.parts import carry_embeddings, embeddings_refused, save_store
+from needle.index.streaming import run_chunked
 from needle.index.templates import save_search_pipelines
 from needle.pipelines import files as pf
 
@@ -49,7 +50,9 @@ def build_image_dense(
 ) -> tuple[int, int]:
     """Run pipelines/image_index.yaml into GENERATION; returns (documents written, embedding dimension).
 
-    The embedding file is carried over and checked exactly as a text index's (``needle.index_dir.build_dense``).
+    The embedding file is carried over and checked exactly as a text index's (``needle.index.parts.build_dense``),
+    and the run shows the same progress: images counted batch by batch as they are encoded (one run over the
+    whole corpus: the image embedder takes no chunks), then the FAISS store's save stage by stage.
     """
     npy = carry_embeddings(generation, reuse, overwrite)
     data = pf.load_template(INDEX_TEMPLATE)
@@ -57,8 +60,11 @@ def build_image_dense(
     pf.set_init_param(data, "embedder.embedding_path", str(npy))
     pf.set_init_param(data, "embedder.overwrite", overwrite)
     pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
+    pf.set_init_param(data, "writer.document_store.autosave", False)
+    pipeline = pf.build(data)
     with embeddings_refused():
-        written: int = pf.build(data).run({"reader": {"path": str(corpus)}})["writer"]["documents_written"]
+        written = run_chunked(pipeline, corpus, DEFAULT_CHUNK_SIZE, "Indexing (images)")
+    save_store(pipeline, "images")
     return written, int(np.load(npy, mmap_mode="r").shape[1])
 
 

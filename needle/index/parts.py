@@ -2,8 +2,10 @@
 
 ``build_dense`` runs ``pipelines/dense_index.yaml`` (embeddings into DIR/gen-NNNNNN/embeddings.npy and the FAISS
 store in dense/), ``build_bm25`` runs ``pipelines/bm25_index.yaml`` (bm25/); both stream the corpus through
-``needle.index.streaming`` and save their store once at the end. An embedding file carried over from the previous
-generation (``carry_embeddings``) is kept only when its fingerprint matches this model and corpus.
+``needle.index.streaming`` and save their store once at the end (``save_store``), each stage of the save shown as a
+progress step (``needle: saving (BM25): weighting terms 100,000/200,000 docs ...``). An embedding file carried
+over from the previous generation (``carry_embeddings``) is kept only when its fingerprint matches this model and
+corpus.
 """
 
 from collections.abc import Iterator
@@ -11,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 
 from components.embedders.embedding_file import EmbeddingFileError
@@ -23,6 +26,7 @@ from needle.index.streaming import run_chunked
 from needle.index.templates import set_index_type
 from needle.pipelines import files as pf
 from needle.pipelines.embedders import Recorded, set_document_embedder
+from needle.progress import Stages
 
 
 def carry_embeddings(generation: Path, reuse: Path | None, overwrite: bool) -> Path:
@@ -70,8 +74,15 @@ def build_dense(
     pipeline = pf.build(data)
     with embeddings_refused():
         written = run_chunked(pipeline, corpus, chunk_size, "Indexing (dense)")
-    pipeline.get_component("writer").document_store.save()  # type: ignore[attr-defined]
+    save_store(pipeline, "dense")
     return written, int(np.load(npy, mmap_mode="r").shape[1])
+
+
+def save_store(pipeline: Pipeline, part: str) -> None:
+    """Save the store of an index PIPELINE's writer (built with ``autosave`` off), its stages shown as progress
+    steps named after the PART (``dense``, ``BM25``, ``images``)."""
+    with Stages(desc=f"Saving ({part})", unit="docs") as report:
+        pipeline.get_component("writer").document_store.save(on_progress=report)  # type: ignore[attr-defined]
 
 
 @contextmanager
@@ -111,5 +122,5 @@ def build_bm25(
     options.apply(data, writes_dense=False)
     pipeline = pf.build(data)
     written = run_chunked(pipeline, corpus, chunk_size, "Indexing (BM25)")
-    pipeline.get_component("writer").document_store.save()  # type: ignore[attr-defined]
+    save_store(pipeline, "BM25")
     return written

@@ -16,6 +16,7 @@ from components.stores.bm25.document_table import JsonlDocumentTable, document_l
 from components.stores.bm25.documents import DocumentsState, StoredDocuments, apply_policy, copied
 from components.stores.bm25.generation_files import document_table, write_generation
 from components.stores.bm25.index import BM25Index, IndexState
+from components.stores.bm25.matrix import SaveProgress, quiet
 from components.stores.bm25.persistence import GENERATIONS, MANIFEST
 from components.stores.bm25.searches import BM25Searches
 from components.stores.bm25.segment_files import load_main_segment
@@ -278,26 +279,32 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
 
         self._mutate(change)
 
-    def save(self, path: str | None = None) -> None:
+    def save(self, path: str | None = None, on_progress: SaveProgress | None = None) -> None:
         """
         Save the store to ``path`` (default: the store's ``path``) as a new generation, crash-safely.
 
         Pending writes and deletes are folded in first (a compaction), so the saved index is one bm25s index;
         the compacted index replaces the in-memory one only once the generation is written.
 
+        :param on_progress: Called as ``on_progress(stage, done, total)`` while the save goes: ``done`` of the
+            ``total`` documents through each stage, in order ``gathering term ids``, ``counting terms``,
+            ``weighting terms`` (the compaction), ``writing the index`` and, for a store holding its own
+            documents, ``writing documents``; each stage starts with ``done`` 0 and ends with ``total``.
+            ``needle index`` shows it as progress lines. A run-time argument: never saved with the store.
         :raises DocumentStoreError: If another writer saved to ``path`` since this store read it, or holds its lock.
         """
         target = path or self.path
         if target is None:
             raise ValueError("save needs a path: pass save(path=...) or create the store with path=...")
-        self._save(Path(target))
+        self._save(Path(target), on_progress)
 
-    def _save_locked(self, root: Path) -> None:
-        """Write the compacted index as a new generation of ``root``, then adopt it in memory."""
+    def _save_locked(self, root: Path, report: SaveProgress = quiet) -> None:
+        """Write the compacted index as a new generation of ``root``, then adopt it in memory (REPORT: see ``save``)."""
         index = self._ready()
-        main, vocab = index.compacted() if index.has_pending_changes() else (index.snapshot().main, None)
+        main, vocab = index.compacted(report) if index.has_pending_changes() else (index.snapshot().main, None)
         generation = self._writer.write(
-            root, lambda directory: write_generation(directory, main, root, self._settings, self._documents.lines)
+            root,
+            lambda directory: write_generation(directory, main, root, self._settings, self._documents.lines, report),
         )
         if vocab is not None:
             index.install(main, vocab)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from components.stores.bm25.document_table import DocumentTable, JsonlDocumentTable, write_documents_file
+from components.stores.bm25.matrix import SaveProgress, quiet
 from components.stores.bm25.segments import MainSegment
 from components.stores.bm25.settings import relative_to_store
 from components.stores.bm25.tokenizers import tokenizer_name
@@ -19,17 +20,19 @@ def write_generation(
     root: Path,
     settings: dict[str, Any],
     lines: Callable[[list[str]], list[bytes]],
+    report: SaveProgress = quiet,
 ) -> dict[str, Any]:
     """
-    Fill a generation directory of the store at ``root`` and return its manifest fields.
+    Fill a generation directory of the store at ``root`` and return its manifest fields; REPORT hears the
+    ``writing the index`` and (unless the documents are shared) ``writing documents`` stages.
 
     Nothing saved is an absolute path: ``document_store_path`` is recorded relative to ``root``.
     """
     shared = settings["document_store_path"]
     if main is not None:
-        main.save(directory)
+        main.save(directory, report)
         if shared is None:
-            write_documents_file(directory, batched(lines, main.ids))
+            write_documents_file(directory, batched(lines, main.ids, report))
     return {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "documents": main.n_docs if main else 0,
@@ -39,11 +42,13 @@ def write_generation(
     }
 
 
-def batched(lines: Callable[[list[str]], list[bytes]], ids: list[str]) -> Iterator[bytes]:
+def batched(lines: Callable[[list[str]], list[bytes]], ids: list[str], report: SaveProgress = quiet) -> Iterator[bytes]:
     """The saved lines of the documents with ``ids``, read ``SAVE_BATCH`` at a time, so a save never holds all of
-    them at once."""
+    them at once; each batch is told to REPORT (``writing documents``) once its lines were taken."""
+    report("writing documents", 0, len(ids))
     for start in range(0, len(ids), SAVE_BATCH):
         yield from lines(ids[start : start + SAVE_BATCH])
+        report("writing documents", min(start + SAVE_BATCH, len(ids)), len(ids))
 
 
 def document_table(shared: str | None, generation: Path, manifest: Mapping[str, Any], ids: list[str]) -> DocumentTable:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.stores.bm25.matrix import SaveProgress, chunks, quiet
 from components.stores.bm25.segments import NO_HITS, BM25Params, DeltaSegment, Hits, MainSegment
 from components.stores.bm25.tokenizers import EncodedTexts
 
@@ -188,14 +189,15 @@ class BM25Index:
         with self._lock:
             self.install(*self.compacted())
 
-    def compacted(self) -> tuple[MainSegment | None, dict[str, int]]:
-        """The main segment and vocabulary a compaction would give, built aside: the index is not changed."""
+    def compacted(self, report: SaveProgress = quiet) -> tuple[MainSegment | None, dict[str, int]]:
+        """The main segment and vocabulary a compaction would give, built aside: the index is not changed.
+        REPORT hears its stages (``gathering term ids``, then the build's: ``components.stores.bm25.matrix``)."""
         with self._lock:
-            ids, tokens, offsets = self._live_tokens()
+            ids, tokens, offsets = self._live_tokens(report)
             if not ids:
                 return None, {}
             tokens, vocab = self._drop_unused_terms(tokens)
-            return MainSegment.build(ids, tokens, offsets, vocab, self.params), vocab
+            return MainSegment.build(ids, tokens, offsets, vocab, self.params, report), vocab
 
     def install(self, main: MainSegment | None, vocab: dict[str, int]) -> None:
         """Make a ``compacted()`` result the index (nothing may have changed since it was built)."""
@@ -254,25 +256,37 @@ class BM25Index:
         pending = len(self._delta) + self._main.n_docs - len(self._row_of)
         return pending > self.compaction_ratio * self._main.n_docs
 
-    def _live_tokens(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """Ids, concatenated term ids and offsets of every live document, main rows first (vectorised)."""
+    def _live_tokens(self, report: SaveProgress = quiet) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Ids, concatenated term ids and offsets of every live document, main rows first (vectorised; the delta's
+        copied ``CHUNK`` documents at a time, each chunk told to REPORT as the ``gathering term ids`` stage)."""
         ids: list[str] = []
-        parts: list[np.ndarray] = []
         lengths: list[np.ndarray] = []
         if self._main is not None:
             rows = np.flatnonzero(self._alive)
             main_lengths = np.diff(np.asarray(self._main.offsets))
-            parts.append(np.asarray(self._main.tokens)[np.repeat(self._alive, main_lengths)])
             lengths.append(main_lengths[rows])
             ids = [self._main.ids[r] for r in rows.tolist()] if len(rows) < self._main.n_docs else list(self._main.ids)
-        if self._delta:
+        delta = list(self._delta.values())
+        if delta:
             ids += list(self._delta)
-            parts.extend(self._delta.values())
-            lengths.append(np.fromiter(map(len, self._delta.values()), dtype=np.int64, count=len(self._delta)))
+            lengths.append(np.fromiter(map(len, delta), dtype=np.int64, count=len(delta)))
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         if lengths:
             np.cumsum(np.concatenate(lengths), out=offsets[1:])
-        tokens = np.concatenate(parts).astype(np.int32, copy=False) if parts else np.zeros(0, dtype=np.int32)
+        tokens = np.empty(int(offsets[-1]), dtype=np.int32)
+        if not ids:
+            return ids, tokens, offsets
+        report("gathering term ids", 0, len(ids))
+        main_rows = len(ids) - len(delta)
+        if self._main is not None:
+            np.compress(
+                np.repeat(self._alive, main_lengths), np.asarray(self._main.tokens), out=tokens[: offsets[main_rows]]
+            )
+            report("gathering term ids", main_rows, len(ids))
+        for first, stop in chunks(len(delta)):
+            start, end = offsets[main_rows + first], offsets[main_rows + stop]
+            np.concatenate(delta[first:stop], out=tokens[start:end])
+            report("gathering term ids", main_rows + stop, len(ids))
         return ids, tokens, offsets
 
     def _changed(self, delta: bool) -> None:

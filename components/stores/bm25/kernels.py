@@ -52,43 +52,45 @@ def _tfc(method: int, tf: float, dl: float, avgdl: float, k1: float, b: float, d
 
 
 @_jit(nogil=True)
-def document_frequencies(tokens: np.ndarray, offsets: np.ndarray, vocab_size: int) -> np.ndarray:
-    """How many documents (token ranges ``offsets[i]:offsets[i + 1]``) hold each term id."""
-    df = np.zeros(vocab_size, dtype=np.int64)
-    last = np.full(vocab_size, -1, dtype=np.int64)
-    for doc in range(len(offsets) - 1):
+def count_documents(
+    df: np.ndarray, last: np.ndarray, tokens: np.ndarray, offsets: np.ndarray, first: int, stop: int
+) -> None:
+    """
+    Add to ``df`` (per term id) documents ``first`` to ``stop - 1`` (token ranges ``offsets[i]:offsets[i + 1]``)
+    that hold the term. ``last`` (-1 for every term at first) keeps the last document counted per term, so
+    calls over consecutive ranges count what one call over all of them would.
+    """
+    for doc in range(first, stop):
         for j in range(offsets[doc], offsets[doc + 1]):
             term = tokens[j]
             if last[term] != doc:
                 last[term] = doc
                 df[term] += 1
-    return df
 
 
 @_jit(nogil=True)
-def weight_matrix(
+def fill_weights(
     tokens: np.ndarray,
     offsets: np.ndarray,
-    df: np.ndarray,
+    first: int,
+    stop: int,
     idf: np.ndarray,
     nonoccurrence: np.ndarray,
-    method: int,
-    k1: float,
-    b: float,
-    delta: float,
-    avgdl: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The (term x document) CSC weights ``data, indices, indptr`` of bm25s; rows ascend within each column."""
-    vocab_size = len(df)
-    indptr = np.zeros(vocab_size + 1, dtype=np.int64)
-    for term in range(vocab_size):
-        indptr[term + 1] = indptr[term] + df[term]
-    heads = indptr[:-1].copy()
-    data = np.empty(indptr[-1], dtype=np.float32)
-    indices = np.empty(indptr[-1], dtype=np.int32)
-    tf = np.zeros(vocab_size, dtype=np.int64)
+    scoring: tuple[int, float, float, float, float],
+    matrix: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:
+    """
+    Write the weights of documents ``first`` to ``stop - 1`` into the (term x document) CSC ``matrix`` of bm25s.
+
+    ``scoring``: ``(method code, k1, b, delta, avgdl)``. ``matrix``: ``(data, indices, heads, tf)``: the CSC
+    arrays sized by the document frequencies, each column's next free slot (its ``indptr`` start at first) and a
+    zeroed per-term count; calls over consecutive ranges fill what one call over all of them would, rows
+    ascending within each column.
+    """
+    method, k1, b, delta, avgdl = scoring
+    data, indices, heads, tf = matrix
     subtract = len(nonoccurrence) > 0
-    for doc in range(len(offsets) - 1):
+    for doc in range(first, stop):
         start, end = offsets[doc], offsets[doc + 1]
         for j in range(start, end):
             tf[tokens[j]] += 1
@@ -104,7 +106,6 @@ def weight_matrix(
             indices[heads[term]] = doc
             heads[term] += 1
             tf[term] = 0
-    return data, indices, indptr
 
 
 @_jit(nogil=True, inline="always")

@@ -16,7 +16,7 @@ import bm25s
 import numpy as np
 
 from components.stores.bm25 import scoring as bm25_scoring
-from components.stores.bm25.matrix import build_bm25
+from components.stores.bm25.matrix import SaveProgress, build_bm25, quiet
 from components.stores.bm25.numba_search import NumbaScorer
 
 # A main-segment hit must beat the score of a document that matches no query term (zero, except for
@@ -63,18 +63,24 @@ class MainSegment:
 
     @classmethod
     def build(
-        cls, ids: list[str], tokens: np.ndarray, offsets: np.ndarray, vocab: dict[str, int], params: BM25Params
+        cls,
+        ids: list[str],
+        tokens: np.ndarray,
+        offsets: np.ndarray,
+        vocab: dict[str, int],
+        params: BM25Params,
+        report: SaveProgress = quiet,
     ) -> "MainSegment":
         """
         Build the index over documents ``tokens[offsets[i]:offsets[i + 1]]`` (term ids into ``vocab``, 0..len-1).
 
-        The weights are those bm25s computes (``components.stores.bm25.matrix``), built in two linear passes;
-        ``backend`` only selects how queries are scored.
+        The weights are those bm25s computes (``components.stores.bm25.matrix``), built in two linear passes that
+        REPORT hears; ``backend`` only selects how queries are scored.
         """
         tokens = np.ascontiguousarray(tokens, dtype=np.int32)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         # bm25s keeps (and saves) the vocabulary it is given: a copy, since the store's own grows with new writes
-        bm25 = build_bm25(tokens, offsets, vocab, params.method, params.k1, params.b, params.delta)
+        bm25 = build_bm25(tokens, offsets, vocab, params.method, params.k1, params.b, params.delta, report)
         bm25.backend = params.backend
         return cls(bm25, list(ids), tokens, offsets)
 
@@ -130,12 +136,15 @@ class MainSegment:
         """Per query, the score a hit must beat: that of a document without any query term, plus rounding."""
         return self._floor_base(queries)[1]
 
-    def save(self, directory: Path) -> None:
-        """Write the bm25s files, the row ids and the term ids of each row into ``directory``."""
+    def save(self, directory: Path, report: SaveProgress = quiet) -> None:
+        """Write the bm25s files, the row ids and the term ids of each row into ``directory`` (the ``writing the
+        index`` stage, which REPORT hears when it starts and when it ends)."""
+        report("writing the index", 0, self.n_docs)
         self.bm25.save(directory, show_progress=False)
         (directory / "ids.json").write_text(json.dumps(self.ids, ensure_ascii=False), encoding="utf-8")
         np.save(directory / "tokens.npy", np.asarray(self.tokens))
         np.save(directory / "token_offsets.npy", np.asarray(self.offsets))
+        report("writing the index", self.n_docs, self.n_docs)
 
 
 class DeltaSegment:

@@ -34,6 +34,12 @@ from components.stores.metadata_queries import MetadataQueries
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 T = TypeVar("T")
+SaveProgress = Callable[[str, int, int], None]
+"""``save``'s ``on_progress(stage, done, total)``."""
+
+
+def _quiet(stage: str, done: int, total: int) -> None:
+    """A ``SaveProgress`` that reports nothing."""
 
 
 class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentStoreAsyncTwins, MetadataQueries):
@@ -244,17 +250,21 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
 
         self._mutate(change)
 
-    def save(self) -> None:
+    def save(self, on_progress: SaveProgress | None = None) -> None:
         """
         Write the store as a new generation of ``path`` (crash-safe); a no-op when it was never loaded.
 
+        :param on_progress: Called as ``on_progress(stage, done, total)`` while the save goes: ``writing documents``
+            (``total`` documents) then ``writing vectors`` (``total`` vectors), each called with ``done`` 0 as it
+            starts and ``total`` once done. ``needle index`` shows it as progress lines. A run-time argument:
+            never saved with the store.
         :raises DocumentStoreError: If another writer saved to ``path`` since this store read it, or holds its lock.
         """
         if self.path is None:
             raise ValueError("save(): this FAISSDocumentStore has path=None (in memory only); give it a path")
         with self._lock:
             if self._table is not None:
-                self._save(Path(self.path))
+                self._save(Path(self.path), on_progress)
 
     def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
         """Withdraw the table from readers of its generation (it is about to change), then run the transaction."""
@@ -262,9 +272,10 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
             unshare(self._ready())
             return super()._mutate(change)
 
-    def _save_locked(self, root: Path) -> None:
-        """Write a new generation; the unchanged table then stands for it to readers (the BM25 store)."""
-        share(self._writer.write(root, self._write_generation), self._ready())
+    def _save_locked(self, root: Path, report: SaveProgress = _quiet) -> None:
+        """Write a new generation; the unchanged table then stands for it to readers (the BM25 store). REPORT: see
+        ``save``."""
+        share(self._writer.write(root, lambda directory: self._write_generation(directory, report)), self._ready())
 
     def _checkpoint(self) -> int | None:
         """What a reload does not restore: the inferred embedding_dim (the rest is the live generation)."""
@@ -323,11 +334,17 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
         share(generation, table)
         return table
 
-    def _write_generation(self, directory: Path) -> dict[str, Any]:
+    def _write_generation(self, directory: Path, report: SaveProgress) -> dict[str, Any]:
+        """Write the document table and the vectors into DIRECTORY, each a stage told to REPORT; returns the
+        manifest fields."""
         table = self._ready()
+        report("writing documents", 0, len(table))
         table.save_to(directory / DOCUMENTS_FILE)
+        report("writing documents", len(table), len(table))
         if self._vectors is not None:
+            report("writing vectors", 0, self._vectors.ntotal)
             self._vectors.write(directory)
+            report("writing vectors", self._vectors.ntotal, self._vectors.ntotal)
         return {
             "format": FORMAT,
             "metric": self.metric,

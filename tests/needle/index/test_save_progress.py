@@ -1,0 +1,108 @@
+"""`needle index` through a pipe reports the stores' saves stage by stage, and an image index's encode batch by batch.
+
+Each run is a process of its own whose stderr is read line by line as it comes, with ``NEEDLE_PROGRESS_INTERVAL=0``
+so that a line comes with every report however quick these small builds are. The dense part uses a tiny BERT
+(hidden size 32, MiniLM's tokenizer), the image index a tiny untrained CLIP (tests/support/clip.py).
+"""
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from needle.progress import INTERVAL_VARIABLE
+from tests.support.clip import PAIRS, build_clip, toy_image
+from tests.support.model_home import MODELS
+from tests.support.tiny_bert import build_bert
+
+NEEDLE = str(Path(sys.executable).with_name("needle"))
+LINES = 300
+WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "paper", "light", "sound", "tree"]
+BM25_BUILD = ["gathering term ids", "counting terms", "weighting terms", "writing the index"]
+STAGE = re.compile(r"needle: saving \((\w+)\): ([a-z ]+?) ([\d,]+)/([\d,]+) docs \((\d+)%, .+\)")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(minilm_path: str) -> str:
+    """A 2-layer BERT with hidden size 32 (random, seeded), mean-pooled and normalised, with MiniLM's tokenizer."""
+    target = MODELS / "tiny-bert-32-st"
+    return str(build_bert(target, tokenizer_from=minilm_path, hidden=32, heads=2, intermediate=64, max_seq_length=64))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """300 UltraRAG lines of random words."""
+    rng = random.Random(0)
+    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(LINES):
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 40)))
+            f.write(json.dumps({"id": f"d{i}", "contents": text}) + "\n")
+    return path
+
+
+def index_through_a_pipe(*args: str) -> list[str]:
+    """Run `needle index ARGS` with stderr on a pipe, reading it line by line while the process runs."""
+    env = {**os.environ, INTERVAL_VARIABLE: "0", "HF_HUB_OFFLINE": "1"}
+    argv = [NEEDLE, "index", *args]
+    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env) as proc:
+        assert proc.stderr is not None
+        lines = [line.rstrip("\n") for line in iter(proc.stderr.readline, "")]
+    assert proc.returncode == 0, "\n".join(lines)
+    return lines
+
+
+def saves(lines: list[str]) -> dict[str, list[tuple[str, int, int]]]:
+    """Per part (``dense``, ``BM25``, ``images``), the (stage, done, total) of each save line, in order."""
+    found: dict[str, list[tuple[str, int, int]]] = {}
+    for line in lines:
+        if match := STAGE.fullmatch(line):
+            count = (match[2], int(match[3].replace(",", "")), int(match[4].replace(",", "")))
+            found.setdefault(match[1], []).append(count)
+    return found
+
+
+def stage_order(reports: list[tuple[str, int, int]]) -> list[str]:
+    """The stages of REPORTS in the order they came, each ending on a line with its whole total done."""
+    order = list(dict.fromkeys(stage for stage, _, _ in reports))
+    for stage in order:
+        assert [(done, total) for name, done, total in reports if name == stage][-1] == (LINES, LINES), reports
+    return order
+
+
+def test_a_hybrid_index_reports_both_saves_stage_by_stage(corpus: Path, tiny_model: str, tmp_path: Path) -> None:
+    lines = index_through_a_pipe(str(corpus), "--out", str(tmp_path / "ix"), "--bm25", "--model", tiny_model)
+    found = saves(lines)
+    assert stage_order(found["dense"]) == ["writing documents", "writing vectors"]
+    assert stage_order(found["BM25"]) == BM25_BUILD  # its documents are the dense part's: no file of its own
+    encoded = max(i for i, line in enumerate(lines) if line.startswith("needle: indexing (BM25): "))
+    first_save = min(i for i, line in enumerate(lines) if line.startswith("needle: saving (BM25): "))
+    assert encoded < first_save, lines  # the save is a step after the corpus was read, shown as it happens
+
+
+def test_a_bm25_only_index_reports_writing_its_documents(corpus: Path, tmp_path: Path) -> None:
+    lines = index_through_a_pipe(str(corpus), "--out", str(tmp_path / "ix"), "--bm25", "--no-dense")
+    assert stage_order(saves(lines)["BM25"]) == [*BM25_BUILD, "writing documents"]
+    assert any(line.startswith("needle: saving (BM25): writing documents 300/300 docs (100%, ") for line in lines)
+    assert all(line.startswith("needle: ") for line in lines), lines  # plain lines only: no bar through a pipe
+
+
+def test_an_image_index_reports_its_encode_and_its_save(tmp_path: Path) -> None:
+    model = build_clip(tmp_path / "hf", tmp_path / "clip")
+    (tmp_path / "img").mkdir()
+    rows = []
+    for colour in PAIRS:
+        toy_image(colour).save(tmp_path / "img" / f"{colour}.png")
+        rows.append(json.dumps({"id": colour, "image_path": f"img/{colour}.png"}) + "\n")
+    corpus = tmp_path / "images.jsonl"
+    corpus.write_text("".join(rows), encoding="utf-8")
+    args = [str(corpus), "--out", str(tmp_path / "ix"), "--multimodal", "--model", str(model)]
+    lines = index_through_a_pipe(*args)
+    n = len(PAIRS)
+    assert f"needle: indexing (images): encoding {n}/{n} docs" in "\n".join(lines), lines
+    assert [stage for stage, _, _ in saves(lines)["images"]][-1] == "writing vectors"
