@@ -13,5 +13,3 @@ DEFAULT_CHUNK_SIZE = 10_000
 # An index directory's live-generation pointer: components.stores.crash_safe_generations.POINTER, named here too
 # so a path error needs no store code (a test checks that the two agree).
 INDEX_POINTER = "CURRENT"
-# What an index built before generations held at its top level (DIR/needle.json + DIR/dense + DIR/bm25).
-LEGACY_MANIFEST = "needle.json"

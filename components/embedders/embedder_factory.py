@@ -6,10 +6,11 @@
 (what a pipeline template's `embedder` entry holds) or as instances (`create_embedders`). `bm25` has no
 embedders; its spec gives the BM25 store settings instead.
 
-The table below is the only way from a name to a class: a name from a file never imports anything. An unknown
-backend or option is an error naming it and listing what is allowed. `settings` (what an index manifest records)
-holds no secret: an API key is always a `Secret` read from the environment (by default `OPENAI_API_KEY`, then
-`RETRIEVER_API_KEY`), and a serialized embedder names the variables, never the key.
+Its table (``components.embedders.embedder_roles``) is the only way from a name to a class: a name from a file
+never imports anything. An unknown backend or option is an error naming it and listing what is allowed.
+`settings` (what an index manifest records) holds no secret: an API key is always a `Secret` read from the
+environment (by default `OPENAI_API_KEY`, then `RETRIEVER_API_KEY`), and a serialized embedder names the
+variables, never the key.
 
 Nor does it name a program: `infinity_venv` (the environment whose `bin/infinity_emb` a managed Infinity server
 runs) is the user's, from their own config when an index is built (`recorded` passes it on to the build's document
@@ -19,13 +20,14 @@ embedders serialized into an index's search pipelines leave it out, and a manife
 (`components.embedders.infinity_server.default_venv`).
 """
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from haystack.utils import Secret
 from haystack.utils.auth import SecretType
+
+from components.embedders.embedder_roles import EmbedderRole, embedder_class
 
 BACKENDS = ("sentence_transformers", "infinity", "openai", "bm25")
 ENCODE_OPTIONS = ("normalize_embeddings", "encode_chunk_size", "q_prompt_name", "psg_prompt_name", "q_task", "psg_task")
@@ -101,25 +103,6 @@ MACHINE_OPTIONS: dict[str, tuple[str, ...]] = {"infinity": ("infinity_venv",)}
 # The seed's BM25 tokenizer names -> our BM25 store's `lang` (auto follows `lang`: en or zh).
 BM25_TOKENIZERS = ("auto", "jieba", "character")
 BM25_LANGS = ("en", "zh")
-_MODULE = "components.embedders"
-# backend -> (document embedder, query embedder, batch query embedder), as "module.Class" under components.embedders.
-CLASSES: dict[str, tuple[str, str, str]] = {
-    "sentence_transformers": (
-        "sentence_transformers_document_embedder.SentenceTransformersDocumentEmbedder",
-        "sentence_transformers_text_embedder.SentenceTransformersTextEmbedder",
-        "sentence_transformers_batch_text_embedder.SentenceTransformersBatchTextEmbedder",
-    ),
-    "infinity": (
-        "infinity_document_embedder.InfinityDocumentEmbedder",
-        "infinity_text_embedder.InfinityTextEmbedder",
-        "infinity_batch_text_embedder.InfinityBatchTextEmbedder",
-    ),
-    "openai": (
-        "openai_document_embedder.OpenAIDocumentEmbedder",
-        "openai_text_embedder.OpenAITextEmbedder",
-        "openai_batch_text_embedder.OpenAIBatchTextEmbedder",
-    ),
-}
 
 
 def check_options(where: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -230,12 +213,13 @@ class EmbedderSpec:
 
     def document_embedder(self, embedding_path: str | None = None, overwrite: bool = False) -> dict[str, Any]:
         """The serialized document embedder, keeping its vectors in EMBEDDING_PATH (`.npy`) unless None."""
-        return self._serialize(self.instance(0, {"embedding_path": embedding_path, "overwrite": overwrite}))
+        extra = {"embedding_path": embedding_path, "overwrite": overwrite}
+        return self._serialize(self.instance(EmbedderRole.DOCUMENT, extra))
 
     def query_embedder(self, batch: bool = False) -> dict[str, Any]:
         """The serialized query embedder: one query (`text` in), or a batch (`texts` in) with ``batch``; without
         the options that name a program (`MACHINE_OPTIONS`): a search pipeline, which an index keeps, names none."""
-        data = self._serialize(self.instance(2 if batch else 1))
+        data = self._serialize(self.instance(EmbedderRole.for_queries(batch)))
         for name in MACHINE_OPTIONS.get(self.backend, ()):
             data["init_parameters"].pop(name, None)
         return data
@@ -252,24 +236,24 @@ class EmbedderSpec:
         self, embedding_path: str | None = None, overwrite: bool = False, batch: bool = False
     ) -> tuple[Any, Any]:
         """(document embedder, query embedder) instances; the batch query embedder with ``batch``."""
-        document = self.instance(0, {"embedding_path": embedding_path, "overwrite": overwrite})
-        return document, self.instance(2 if batch else 1)
+        document = self.instance(EmbedderRole.DOCUMENT, {"embedding_path": embedding_path, "overwrite": overwrite})
+        return document, self.instance(EmbedderRole.for_queries(batch))
 
-    def instance(self, role: int, extra: dict[str, Any] | None = None) -> Any:
-        """The embedder of ROLE (0 document, 1 query, 2 batch query) with EXTRA init parameters; not warmed up."""
+    def instance(self, role: EmbedderRole, extra: dict[str, Any] | None = None) -> Any:
+        """The embedder of ROLE with EXTRA init parameters; not warmed up."""
         if not self.dense:
             raise ValueError("backend bm25 has no embedders: it indexes words, not vectors")
-        module, name = CLASSES[self.backend][role].split(".")
-        cls = getattr(importlib.import_module(f"{_MODULE}.{module}"), name)
+        cls = embedder_class(self.backend, role)
         params = {**self._params(role), **(extra or {})}
         if self.backend != "sentence_transformers" and self.api_key is not None:
             params["api_key"] = self.api_key
         return cls(**params)
 
-    def _params(self, role: int) -> dict[str, Any]:
+    def _params(self, role: EmbedderRole) -> dict[str, Any]:
         """Init parameters of the backend's embedder of ROLE, from the checked settings."""
         s, block = self.settings, self.block
-        query = {"query_instruction": s["query_instruction"]} if role else {}
+        queries = role.embeds_queries
+        query = {"query_instruction": s["query_instruction"]} if queries else {}
         if self.backend == "openai":
             return query | {
                 "model_name": self.model,
@@ -286,10 +270,10 @@ class EmbedderSpec:
             "batch_size": s["batch_size"],
             "gpu_ids": s["gpu_ids"],
             "normalize_embeddings": encode.get("normalize_embeddings", True),
-            "prompt_name": encode.get("q_prompt_name" if role else "psg_prompt_name"),
-            "task": encode.get("q_task" if role else "psg_task"),
+            "prompt_name": encode.get("q_prompt_name" if queries else "psg_prompt_name"),
+            "task": encode.get("q_task" if queries else "psg_task"),
         }
-        if role:
+        if queries:
             params["progress_bar"] = False
         elif "encode_chunk_size" in encode:
             params["encode_chunk_size"] = encode["encode_chunk_size"]
@@ -334,7 +318,7 @@ def embedder_spec(
     settings |= {"query_instruction": query_instruction, "batch_size": batch_size, "gpu_ids": gpu_ids}
     spec = EmbedderSpec(backend, settings, api_key)
     if spec.dense:
-        for role in (0, 1, 2):  # builds (never warms up) each embedder, so a bad value fails now, naming it
+        for role in EmbedderRole:  # builds (never warms up) each embedder, so a bad value fails now, naming it
             spec.instance(role)
     else:
         spec.bm25_lang()

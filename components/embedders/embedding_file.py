@@ -5,22 +5,23 @@ since it was written. Here every file gets a sidecar ``<path>.json`` recording w
 task, prefix, normalisation, ...) and SHA-256 digests of the document ids and of the exact texts embedded, so a
 stale file is refused with a message that lists what differs.
 
-Writes are atomic: the old sidecar is removed first, the matrix goes to a temporary file in the same directory
-that is fsynced and then ``os.replace``d over the target, and the new sidecar follows the same way. A crash at
-any point leaves either the previous pair, or a matrix without a sidecar (refused as unverifiable), never a
-partial file or a matrix paired with the wrong fingerprint.
+Writes are atomic: the old sidecar is removed first, the matrix replaces the target through a fsynced temporary
+sibling (``components.atomic_files``), and the new sidecar follows the same way; ``copy_embeddings`` copies a
+pair in the same order. A crash at any point leaves either the previous pair, or a matrix without a sidecar
+(refused as unverifiable), never a partial file or a matrix paired with the wrong fingerprint.
 """
 
 import hashlib
 import json
 import os
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from components.atomic_files import atomic_copy, atomic_write
 
 FORMAT_VERSION = 1
 REBUILD_HINT = "pass overwrite=True to rebuild it, or choose another embedding_path"
@@ -78,33 +79,6 @@ def build_fingerprint(settings: dict[str, Any], ids: Sequence[str], texts: Seque
     }
 
 
-def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Write through a temporary sibling file, fsync it, then rename it over `path` (removed on any failure)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    try:
-        with tmp.open("wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_directory(path.parent)
-
-
-def fsync_directory(directory: Path) -> None:
-    """Persist a rename on POSIX; directories cannot be opened for fsync on Windows, which is fine to skip."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_embeddings(path: str | os.PathLike[str], embeddings: npt.ArrayLike, fingerprint: dict[str, Any]) -> None:
     """Atomically write a (N, dim) float32 matrix to `path` and its fingerprint (with `dim`) to the sidecar."""
     matrix = np.asarray(embeddings)
@@ -125,6 +99,17 @@ def write_sidecar(path: Path, fingerprint: dict[str, Any], dim: int) -> None:
     record = {**fingerprint, "dim": dim, "dtype": "float32"}
     payload = json.dumps(record, indent=2, sort_keys=True).encode("utf-8")
     atomic_write(sidecar_path(path), lambda handle: handle.write(payload))
+
+
+def copy_embeddings(source: Path, target: Path) -> None:
+    """Copy the embedding file SOURCE and its sidecar (when it has one) to TARGET, replacing TARGET's pair in the
+    order ``save_embeddings`` writes one: TARGET's old sidecar goes first, so no crash pairs a matrix with the
+    fingerprint of another."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sidecar_path(target).unlink(missing_ok=True)
+    atomic_copy(source, target)
+    if sidecar_path(source).is_file():
+        atomic_copy(sidecar_path(source), sidecar_path(target))
 
 
 def check_record(path: Path, expected: dict[str, Any]) -> dict[str, Any]:

@@ -9,13 +9,12 @@ at once, and the reuse rule is the same (``embedding_file.load_or_encode``):
   its row count are checked on the first chunk; the ids and texts digests can only be compared once every
   chunk was seen, so a file built from other texts of the same count is refused at the last chunk.
 * encode: the rows are appended to a temporary ``.npy`` beside the target, whose header (``np.save``'s) is
-  written for ``total`` rows with the first chunk, then fsynced and renamed over the target, sidecar last,
-  exactly as the one-shot write does: a crash leaves the previous pair or a matrix without sidecar, never a
-  partial file.
+  written for ``total`` rows with the first chunk, then fsynced and renamed over the target
+  (``components.atomic_files``), sidecar last, exactly as the one-shot write does: a crash leaves the previous
+  pair or a matrix without sidecar, never a partial file.
 """
 
 import os
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,12 +22,12 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
+from components.atomic_files import publish, sync_file, temp_sibling
 from components.embedders.embedding_file import (
     FORMAT_VERSION,
     StreamDigest,
     check_record,
     check_shape,
-    fsync_directory,
     load_matrix,
     reusable,
     sidecar_path,
@@ -57,7 +56,7 @@ class EmbeddingFileStream:
         self._reuse = reusable(self.path, overwrite)
         self._handle: BinaryIO | None = None  # reuse: the file read; encode: the temporary file written
         self._dim = 0
-        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        self._tmp = temp_sibling(self.path)
         if self._reuse:
             record = check_record(self.path, {"format": FORMAT_VERSION, **settings, "count": total})
             mapped = load_matrix(self.path, mmap=True)
@@ -115,11 +114,9 @@ class EmbeddingFileStream:
             check_record(self.path, self.fingerprint())
             return
         with handle:
-            handle.flush()
-            os.fsync(handle.fileno())
+            sync_file(handle)
         sidecar_path(self.path).unlink(missing_ok=True)
-        os.replace(self._tmp, self.path)
-        fsync_directory(self.path.parent)
+        publish(self._tmp, self.path)
         write_sidecar(self.path, self.fingerprint(), self._dim)
 
     def close(self) -> None:

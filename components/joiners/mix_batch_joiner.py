@@ -1,12 +1,12 @@
 """MixBatchJoiner: MixRetrieveBatchRanker's fusion of dense and BM25 hits, read from Candidates.
 
 The hybrid batch pipeline's last stage. It fuses each query exactly as ``MixRetrieveRanker`` does (same parameters,
-weights, min-max normalisation, merge by id, ties and output documents), but takes the retrievers' hits as
+weights, min-max normalisation, merge by id, ties and output documents; the curve and the fusion are
+``components.rankers.mix_fusion``'s), but takes the retrievers' hits as
 :class:`~components.retrievers.candidates.Candidates`, which Haystack passes on without copying each Document, and
 builds Documents only for the ``top_k`` it returns.
 """
 
-import math
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,8 @@ from haystack import Document, component
 
 from components.checks import check_queries
 from components.joiners.candidate_sides import checked_scores, sides
-from components.rankers.mix_retrieve_ranker import MixRetrieveRankerBase, min_max
+from components.rankers.mix_fusion import best_scores, fused_scores
+from components.rankers.mix_retrieve_ranker import MixRetrieveRankerBase
 from components.rankers.reranker_base import top_k_order
 from components.retrievers.candidates import Candidates, Side
 from components.stores.hits import blank_document, collector_paused
@@ -64,35 +65,23 @@ class MixBatchJoiner(MixRetrieveRankerBase):
             return {"documents": [self._fuse_query(q, query, connected, top_k) for q, query in enumerate(queries)]}
 
     def _fuse_query(self, q: int, query: str, connected: list[tuple[Side, Candidates]], top_k: int) -> list[Document]:
-        """``MixRetrieveRanker``'s fusion of query ``q``: normalise per side, merge by id, weigh, keep ``top_k``.
-
-        Each passage gets one slot, in the order first found (dense before sparse); each side adds its weighted
-        normalised scores to its passages' slots, so a passage's sum is exactly the ranker's (a side that did not
-        find it added ``weight * 0.0`` there).
-        """
-        dense_weight = self.dense_weight(query)
-        weights = {"dense": dense_weight, "sparse": 1.0 - dense_weight}
-        raw: dict[Side, dict[str, float]] = {}
-        slot: dict[str, int] = {}
-        found: list[Document] = []  # each passage as first found (a side's stored hit)
+        """``MixRetrieveRanker``'s fusion of query ``q`` (``mix_fusion.fused_scores``: normalise per side, merge by
+        id, weigh), then its best ``top_k``; each passage as first found (dense before sparse), its stored hit."""
+        raw: dict[Side, dict[str, float]] = {"dense": {}, "sparse": {}}
+        found: dict[str, Document] = {}
         for side, candidates in connected:
             ids, hits = candidates.ids(q), candidates.hits(q)
-            side_raw = best_scores(ids, checked_scores(candidates, q, f"{side}_candidates"))
-            if not slot and len(side_raw) == len(ids):  # the first side, no passage listed twice: all new, in order
-                slot = dict(zip(ids, range(len(ids)), strict=True))
-                found = list(hits)
-            for position, doc_id in enumerate(ids):
-                if doc_id not in slot:
-                    slot[doc_id] = len(found)
-                    found.append(hits[position])
-            if side_raw:
-                raw[side] = side_raw
-        fused = np.zeros(len(found))
-        for side, side_raw in raw.items():
-            slots = [slot[doc_id] for doc_id in side_raw]
-            fused[slots] += weights[side] * np.array(min_max(list(side_raw.values())))
-        chosen = top_k_order(fused, top_k)
-        return outputs([found[i] for i in chosen], fused[chosen].tolist(), raw)
+            raw[side] = best_scores(ids, checked_scores(candidates, q, f"{side}_candidates"))
+            if not found and len(raw[side]) == len(ids):  # the first side, no passage listed twice: all new
+                found = dict(zip(ids, hits, strict=True))
+            else:
+                for doc_id, hit in zip(ids, hits, strict=True):
+                    found.setdefault(doc_id, hit)
+        fused = fused_scores(self.dense_weight(query), raw["dense"], raw["sparse"])
+        scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+        chosen = top_k_order(scores, top_k)
+        fused_ids = list(fused)
+        return outputs([found[fused_ids[i]] for i in chosen], scores[chosen].tolist(), raw)
 
 
 def outputs(found: list[Document], scores: list[float], raw: dict[Side, dict[str, float]]) -> list[Document]:
@@ -126,13 +115,3 @@ def outputs(found: list[Document], scores: list[float], raw: dict[Side, dict[str
         fields["score"], fields["meta"] = score, meta
         documents.append(document)
     return documents
-
-
-def best_scores(ids: tuple[str, ...], scores: list[float]) -> dict[str, float]:
-    """Each passage's score by id, in first-seen order; a passage listed twice keeps its best score."""
-    best = dict(zip(ids, scores, strict=True))
-    if len(best) < len(ids):
-        best = {}
-        for doc_id, score in zip(ids, scores, strict=True):
-            best[doc_id] = max(best.get(doc_id, -math.inf), score)
-    return best

@@ -7,7 +7,8 @@ weight of the dense side follows a sigmoid of the query length in characters::
 
 (defaults 0.4, 0.3, 1, 6: w runs from 0.40 for one-character queries to 0.70 for long ones). Scores are min-max
 normalised per side (all equal -> 0), the same passage found by both sides (same ``Document.id``) is merged, and
-``score = w * dense + (1 - w) * sparse``, a side that did not find the passage adding 0.
+``score = w * dense + (1 - w) * sparse``, a side that did not find the passage adding 0. The curve and the fusion
+are ``components.rankers.mix_fusion``'s, which the batch joiner and the tuner share.
 
 Unlike mxRAG, the sigmoid cannot overflow on long queries, the normalisation cannot overflow on extreme finite
 scores (``±1e308`` normalise to 0 and 1, not NaN), and a document of no or unknown retrieval type is an error
@@ -25,36 +26,12 @@ import numpy.typing as npt
 from haystack import Document, component
 
 from components.checks import check_number, check_query, check_top_k
+from components.rankers.mix_fusion import best_scores, dense_weight, fused_scores
 from components.rankers.reranker_base import RankerBase, top_k_order
 
 Side: TypeAlias = Literal["dense", "sparse"]
 SIDES: tuple[Side, Side] = ("dense", "sparse")
 MAX_DOCUMENTS = 1000 * 1000
-
-
-def stable_sigmoid(x: float) -> float:
-    """1 / (1 + e^-x) without overflow for any finite x (mxRAG's ``math.exp`` overflows past x ~ -709)."""
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
-
-
-def min_max(scores: list[float]) -> list[float]:
-    """
-    Scale finite scores to [0, 1]; when all are equal, every one becomes 0 (mxRAG's rule).
-
-    ``high - low`` overflows to inf for scores near ``±1e308`` (and ``inf / inf`` is NaN); then every score is
-    halved first, which keeps each step finite (``high / 2 - low / 2`` is at most ``1.8e308``). Ordinary scores
-    take the plain formula, exact as before.
-    """
-    low, high = min(scores), max(scores)
-    if high == low:
-        return [0.0] * len(scores)
-    if math.isfinite(high - low):
-        return [(s - low) / (high - low) for s in scores]
-    span = high / 2 - low / 2
-    return [min(1.0, (s / 2 - low / 2) / span) for s in scores]
 
 
 class MixRetrieveRankerBase(RankerBase):
@@ -95,7 +72,7 @@ class MixRetrieveRankerBase(RankerBase):
 
     def dense_weight(self, query: str) -> float:
         """The weight ``w`` of the dense side for this query (``1 - w`` goes to the sparse side)."""
-        return self.baseline + self.amplitude * stable_sigmoid(self.slope * (len(query) - self.midpoint))
+        return dense_weight(len(query), self.baseline, self.amplitude, self.slope, self.midpoint)
 
     def rerank(self, query: str, texts: list[Document], batch_size: int = 32) -> npt.NDArray[np.float64]:
         """
@@ -152,34 +129,27 @@ class MixRetrieveRankerBase(RankerBase):
         return tagged
 
     def _fuse(self, query: str, tagged: list[tuple[Side, float, Document]]) -> list[Document]:
-        """Normalise per side, merge by id, weigh by query length; one new document per passage, input order."""
+        """Normalise per side, merge by id, weigh by query length (``mix_fusion.fused_scores``); one new document
+        per passage, in input order."""
         dense = self.dense_weight(check_query(query))  # rerank() reaches here without run()'s check
-        w: dict[Side, float] = {"dense": dense, "sparse": 1.0 - dense}
-        raw: dict[Side, dict[str, float]] = {side: {} for side in SIDES}
         first: dict[str, Document] = {}
+        listed: dict[Side, tuple[list[str], list[float]]] = {side: ([], []) for side in SIDES}
         for side, score, doc in tagged:
             first.setdefault(doc.id, doc)
-            # A passage listed twice on one side keeps its best score.
-            raw[side][doc.id] = max(raw[side].get(doc.id, -math.inf), score)
-        normalised = {
-            side: dict(zip(raw[side], min_max(list(raw[side].values())), strict=True)) for side in SIDES if raw[side]
-        }
-        return [self._merged(doc, w, normalised, raw) for doc in first.values()]
+            listed[side][0].append(doc.id)
+            listed[side][1].append(score)
+        raw = {side: best_scores(*listed[side]) for side in SIDES}  # a passage listed twice keeps its best score
+        fused = fused_scores(dense, raw["dense"], raw["sparse"])
+        return [self._merged(doc, fused[doc.id], raw) for doc in first.values()]
 
     @staticmethod
-    def _merged(
-        doc: Document,
-        w: dict[Side, float],
-        normalised: dict[Side, dict[str, float]],
-        raw: dict[Side, dict[str, float]],
-    ) -> Document:
-        """The output document for one passage: fused score and where it was found."""
+    def _merged(doc: Document, score: float, raw: dict[Side, dict[str, float]]) -> Document:
+        """The output document for one passage: its fused SCORE and where it was found."""
         sources = [side for side in SIDES if doc.id in raw[side]]
         meta = {key: value for key, value in doc.meta.items() if key != "retrieval_type"}
         meta["retrieval_sources"] = sources
         for side in sources:
             meta[f"{side}_score"] = raw[side][doc.id]
-        score = sum(w[side] * normalised[side][doc.id] for side in sources)
         return replace(doc, score=score, meta=meta)
 
 

@@ -11,7 +11,6 @@ once the generation is live; the collections of generations the cleanup removes 
 """
 
 import logging
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from needle.defaults import DEFAULT_CHUNK_SIZE
 from needle.errors import EmbeddingsNotReusable, NeedleError
 from needle.index.checks import check_chunk_size, check_corpus
 from needle.index.dense_type import FLAT, DenseIndexType, check_index_type_options
-from needle.index.generations import LAYOUT, check_target, previous_embeddings, remove_legacy, take_lock
+from needle.index.generations import GENERATION, LAYOUT, check_target, previous_embeddings, take_lock
 from needle.index.manifest import IndexManifest, file_sha256
 from needle.index.options import DEFAULT_OPTIONS, IndexOptions, check_store_settings
 from needle.index.parts import build_bm25, build_dense
@@ -34,7 +33,6 @@ from needle.pipelines.embedders import Recorded
 from needle.progress import note
 
 logger = logging.getLogger(__name__)
-GENERATION = re.compile(r"gen-\d{6}(\.partial)?")  # LAYOUT's generation names, final or partial
 
 
 @dataclass(frozen=True)
@@ -122,7 +120,6 @@ def build_index(
             raise NeedleError(
                 f"writing a new generation of {out} failed, so the live index is unchanged: {cause}"
             ) from error
-        remove_legacy(out)
         if target.store == "milvus" and target.uri is not None:
             from needle.index.milvus import point_alias
             from needle.index.milvus_place import DEFAULT_COLLECTION

@@ -6,7 +6,7 @@ index) answer from this module, ``needle.cli.parser`` and ``components.checks`` 
 
 from pathlib import Path
 
-from needle.defaults import INDEX_POINTER, LEGACY_MANIFEST
+from needle.defaults import INDEX_POINTER
 from needle.errors import NeedleError
 
 
@@ -16,16 +16,12 @@ def rebuild_hint(index_dir: Path) -> str:
 
 
 def check_readable(index_dir: Path) -> None:
-    """Refuse a missing directory, a file, or an index of the older layout before looking for generations."""
+    """Refuse a missing directory, a file, or a directory without the live-generation pointer (not an index)
+    before looking for generations."""
     if not index_dir.is_dir():
         what = "is a file, not an index directory" if index_dir.exists() else "not found"
         raise NeedleError(f"index directory {what}: {index_dir} (build one with `needle index CORPUS --out DIR`)")
     if not (index_dir / INDEX_POINTER).is_file():
-        if (index_dir / LEGACY_MANIFEST).is_file():
-            raise NeedleError(
-                f"{index_dir} was built by an older needle (DIR/{LEGACY_MANIFEST}, no DIR/{INDEX_POINTER}); "
-                f"{rebuild_hint(index_dir)}"
-            )
         raise NeedleError(
             f"{index_dir} is not a needle index: {index_dir / INDEX_POINTER} is missing; {rebuild_hint(index_dir)}"
         )

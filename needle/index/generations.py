@@ -30,6 +30,7 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 
+from components.atomic_files import temp_pattern
 from components.stores.crash_safe_generations import (
     DIGESTS,
     MANIFEST,
@@ -40,7 +41,6 @@ from components.stores.crash_safe_generations import (
     verify_all,
 )
 from components.stores.directory_lock import LOCK_FILE, DirectoryLock
-from needle.defaults import LEGACY_MANIFEST
 from needle.errors import NeedleError as NeedleError  # the class every module names from here
 from needle.index.checks import check_readable as _check_readable
 from needle.index.checks import rebuild_hint
@@ -51,9 +51,11 @@ logger = logging.getLogger(__name__)
 FORMAT = "needle-index"
 LAYOUT = Generations(kind="needle index", digits=6, stamp={"format": FORMAT, "format_version": 1}, keep=1)
 EMBEDDINGS = "embeddings.npy"
-TOP_LEVEL = (POINTER, f"{POINTER}.tmp", LOCK_FILE, FUSION_FILE, f"{FUSION_FILE}.tmp")
-LEGACY_NAMES = {LEGACY_MANIFEST, f".{LEGACY_MANIFEST}.tmp", EMBEDDINGS, f"{EMBEDDINGS}.json", "dense", "bm25"}
-_OURS = re.compile(r"gen-\d{6}(\.partial)?|[a-z0-9_]+_search\.ya?ml|\.embeddings\.npy\..*\.tmp")
+# What an index directory holds beside its generations: the pointer (and its staged copy), the writer lock, and
+# `needle tune`'s fusion file (and the temporary file of an interrupted write of it).
+TOP_LEVEL = (POINTER, f"{POINTER}.tmp", LOCK_FILE, FUSION_FILE)
+GENERATION = re.compile(r"gen-\d{6}(\.partial)?")  # LAYOUT's generation names, final or partial
+_OURS = re.compile(rf"{GENERATION.pattern}|{temp_pattern(FUSION_FILE)}")
 
 
 def live_name(index_dir: Path) -> str | None:
@@ -101,14 +103,15 @@ def verify_own_files(generation: Path, manifest: dict[str, Any]) -> None:
 def check_target(out: Path) -> None:
     """
     Refuse an ``--out`` that ``needle index`` must not write into: a file, or a directory that is neither empty
-    nor a needle index (of either layout). Reads only, so a stranger's directory is never touched.
+    nor a needle index (any name but ``TOP_LEVEL``'s and generations' is a stranger's, a stray ``needle.json``
+    too). Reads only, so a stranger's directory is never touched.
     """
     if not out.exists():
         return
     if not out.is_dir():
         raise NeedleError(f"--out {out} is a file, not a directory: give a new or empty directory, or an index")
     names = sorted(entry.name for entry in out.iterdir())
-    strangers = [n for n in names if not (n in TOP_LEVEL or n in LEGACY_NAMES or _OURS.fullmatch(n))]
+    strangers = [n for n in names if not (n in TOP_LEVEL or _OURS.fullmatch(n))]
     if strangers:
         raise NeedleError(
             f"--out {out} is not empty and not a needle index (it holds {', '.join(strangers[:5])}); "
@@ -122,7 +125,7 @@ def check_target(out: Path) -> None:
 def _live_format(out: Path) -> Any:
     """The ``format`` recorded by the live generation's manifest, or None when there is none to read."""
     name = live_name(out)
-    if not name or not _OURS.fullmatch(name):
+    if not name or not GENERATION.fullmatch(name):
         return None
     try:
         manifest = load_json(out / name / MANIFEST)
@@ -149,8 +152,8 @@ def take_lock(out: Path) -> DirectoryLock:
 def previous_embeddings(out: Path) -> Path | None:
     """The embedding file of the live generation being replaced, if its bytes are those it was saved with.
 
-    None when there is none to reuse, and also for an older layout's or a changed file: those are encoded again
-    (nothing unverified is taken from an index, ``verified_embeddings``).
+    None when there is none to reuse, and also for a changed file: that one is encoded again (nothing unverified
+    is taken from an index, ``verified_embeddings``).
     """
     try:
         found = LAYOUT.read_current(out) if (out / POINTER).is_file() else None
@@ -192,13 +195,3 @@ def link_or_copy(source: Path, target: Path) -> None:
         os.link(source, target)
     except OSError:
         shutil.copy2(source, target)
-
-
-def remove_legacy(out: Path) -> None:
-    """After the first generation went live over an older-layout index, remove that layout's parts."""
-    for entry in out.iterdir():
-        if entry.name in LEGACY_NAMES or (_OURS.fullmatch(entry.name) and not entry.name.startswith("gen-")):
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)

@@ -27,11 +27,11 @@ Haystack's ``DocumentJoiner`` in the single-query rrf_search.yaml fixes k = 61 a
 import argparse
 import json
 import math
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from components.atomic_files import atomic_write_text, fsync_directory
 from components.joiners.rrf_batch_joiner import MAX_K, RRF_K
 from needle.errors import NeedleError
 
@@ -186,17 +186,11 @@ def write_fusion(index_dir: Path, fusion: Fusion) -> Path:
 
 
 def write_fusion_file(path: Path, fusion: Fusion) -> Path:
-    """Write a fusion file atomically (tmp, fsync, rename, fsync its directory): DIR/fusion.json, or the FILE of
+    """Write a fusion file atomically (``components.atomic_files``): DIR/fusion.json, or the FILE of
     `needle tune --out FILE`."""
     text = json.dumps(fusion.as_json(), indent=1, allow_nan=False) + "\n"
     parse_fusion(text, path)  # never write what a reader would refuse
-    tmp = path.with_name(f"{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(tmp, path)
-    _sync_directory(path.parent)
+    atomic_write_text(path, text)
     return path
 
 
@@ -207,17 +201,8 @@ def remove_fusion(index_dir: Path) -> bool:
         fusion_path(index_dir).unlink()
     except FileNotFoundError:
         return False
-    _sync_directory(Path(index_dir))
+    fsync_directory(Path(index_dir))
     return True
-
-
-def _sync_directory(directory: Path) -> None:
-    """fsync a directory, so that a rename or removal in it survives a crash."""
-    handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
 
 
 def index_fusion(index_dir: Path) -> FusionSetting:

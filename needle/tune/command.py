@@ -38,7 +38,7 @@ from needle.pipelines.fusion import (
 
 if TYPE_CHECKING:
     from needle.eval import BeirDataset
-    from needle.tune.fit import Candidates
+    from needle.tune.fit import CandidateMatrices
 
 DEPTH = 100  # candidates per side, as the hybrid pipelines retrieve
 BATCH = 64  # queries per search call
@@ -86,7 +86,7 @@ def tune(
     return report
 
 
-def fit(train: "Candidates", fitted_on: dict[str, Any]) -> Fusion:
+def fit(train: "CandidateMatrices", fitted_on: dict[str, Any]) -> Fusion:
     """The guarded fit (``needle.tune.fit``): what is installed, its nDCG@10 on the whole training split, and the
     held-out check of each value, in ``fitted_on``."""
     from needle.tune.fit import HOLD_OUT_EVERY, MARGIN, guarded_mix, guarded_rrf, mix_scores, ndcg, rrf_ndcg
@@ -126,10 +126,10 @@ def reset(dataset_dir: Path, *, model: str, index_dir: str | Path | None) -> str
     return f"{found} {fusion_path(index)}; generation {generation} carries the fusion {DEFAULT_FUSION.describe()}"
 
 
-def fetch(index_dir: Path, dataset: "BeirDataset") -> "Candidates":
+def fetch(index_dir: Path, dataset: "BeirDataset") -> "CandidateMatrices":
     """Every query's dense and BM25 top 100 from the index's own pipelines, laid out for the fit."""
     from needle.search.searcher import Searcher
-    from needle.tune.fit import candidates
+    from needle.tune.fit import candidate_matrices
 
     texts = list(dataset.queries.values())
     sides = []
@@ -139,10 +139,12 @@ def fetch(index_dir: Path, dataset: "BeirDataset") -> "Candidates":
             sides.append([docs for i in range(0, len(texts), BATCH) for docs in searcher.search(texts[i : i + BATCH])])
         finally:
             searcher.close()
-    return candidates(texts, sides[0], sides[1], [dataset.qrels[q] for q in dataset.queries])
+    return candidate_matrices(texts, sides[0], sides[1], [dataset.qrels[q] for q in dataset.queries])
 
 
-def scores(c: "Candidates", mix: Mix, k: int, qrels: dict[str, dict[str, int]], ids: list[str]) -> dict[str, Any]:
+def scores(
+    c: "CandidateMatrices", mix: Mix, k: int, qrels: dict[str, dict[str, int]], ids: list[str]
+) -> dict[str, Any]:
     """nDCG@10 of default and tuned mix and RRF on these candidates, scored by ``needle.eval.evaluate_run``."""
     from needle.eval import evaluate_run, run_from_rankings
     from needle.tune.fit import mix_scores, rankings, rrf_scores

@@ -3,8 +3,10 @@ mix curve and the RRF constant are searched in numpy without running retrieval a
 
 The offline fusion reproduces the pipelines exactly, ties included:
 - mix (``MixRetrieveRanker``): the candidates are the dense list, then the BM25-only passages in BM25 order (the
-  ranker's first-seen order), each side min-max normalised by the ranker's own ``min_max``, fused as
-  ``w * dense + (1 - w) * sparse`` with ``w`` from the ranker's ``stable_sigmoid``, then a stable sort;
+  ranker's first-seen order), each side's best score per passage min-max normalised and the weight ``w`` of
+  each query computed by the rankers' own functions (``components.rankers.mix_fusion``), fused as
+  ``w * dense + (1 - w) * sparse`` in numpy over every query at once (that module says why not by its
+  ``fused_scores``), then a stable sort;
 - rrf (Haystack's ``_reciprocal_rank_fusion``): ``(1 / (k + rank_dense) + 1 / (k + rank_bm25)) / (2 / k)`` with
   0-based ranks, then a stable sort of the joiner's first-seen order, which is the BM25 list first (its variadic
   input receives bm25 before dense: checked, all 300 SciFact test lists equal the pipeline's at k = 61).
@@ -28,7 +30,7 @@ import numpy.typing as npt
 from haystack import Document
 
 from components.joiners.rrf_batch_joiner import RRF_K
-from components.rankers.mix_retrieve_ranker import min_max, stable_sigmoid
+from components.rankers.mix_fusion import best_scores, dense_weight, normalised
 from needle.pipelines.fusion import Mix
 
 HOLD_OUT_EVERY = 5  # the 5th, 10th, ... training query checks the fit; the other four fifths fit it
@@ -45,7 +47,7 @@ Matrix = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class Candidates:
+class CandidateMatrices:
     """Every query's candidates as padded matrices (row = query, column = candidate in the ranker's order)."""
 
     ids: list[list[str]]  # candidate ids per query, in the fused list's input order
@@ -60,9 +62,9 @@ class Candidates:
     ideal: npt.NDArray[np.float64]  # ideal DCG@10 per query
 
 
-def candidates(
+def candidate_matrices(
     queries: list[str], dense: list[list[Document]], sparse: list[list[Document]], qrels: list[dict[str, int]]
-) -> Candidates:
+) -> CandidateMatrices:
     """Lay out each query's two result lists (best first) and judgements as matrices for the search."""
     rows = [_row(d, s) for d, s in zip(dense, sparse, strict=True)]
     width = max((len(ids) for ids, *_ in rows), default=0) or 1
@@ -78,7 +80,7 @@ def candidates(
     ideal = np.array([_dcg(sorted((g for g in q.values() if g > 0), reverse=True)) for q in qrels])
     lengths = np.array([len(q) for q in queries], dtype=np.int64)
     position = np.where(np.isinf(sparse_r), width + dense_r, sparse_r)  # BM25 rank, then dense-only in dense order
-    return Candidates(
+    return CandidateMatrices(
         [r[0] for r in rows], lengths, dense_m, sparse_m, dense_r, sparse_r, position, valid, gains, ideal
     )
 
@@ -90,12 +92,11 @@ def _row(dense: list[Document], sparse: list[Document]) -> Row:
     """One query: ids in first-seen order, normalised scores and 0-based ranks per side (best score per id)."""
     sides = []
     for docs in (dense, sparse):
-        best: dict[str, float] = {}
+        ids = [doc.id for doc in docs]
         rank: dict[str, int] = {}
-        for position, doc in enumerate(docs):
-            best[doc.id] = max(best.get(doc.id, -np.inf), float(doc.score or 0.0))
-            rank.setdefault(doc.id, position)
-        sides.append((dict(zip(best, min_max(list(best.values())), strict=True)) if best else {}, rank))
+        for position, doc_id in enumerate(ids):
+            rank.setdefault(doc_id, position)
+        sides.append((normalised(best_scores(ids, [float(doc.score or 0.0) for doc in docs])), rank))
     ids = list(dict.fromkeys([d.id for d in dense] + [d.id for d in sparse]))
     (dn, dr), (sn, sr) = sides
     return (
@@ -113,21 +114,19 @@ def _dcg(gains: Iterable[float]) -> float:
 
 
 def mix_weights(mix: Mix, lengths: npt.NDArray[np.int64]) -> Matrix:
-    """The dense weight per query, computed as ``MixRetrieveRanker.dense_weight`` computes it."""
-    table = {
-        n: mix.baseline + mix.amplitude * stable_sigmoid(mix.slope * (n - mix.midpoint)) for n in set(lengths.tolist())
-    }
+    """The dense weight per query (``mix_fusion.dense_weight``, as ``MixRetrieveRanker.dense_weight`` computes it)."""
+    table = {n: dense_weight(n, mix.baseline, mix.amplitude, mix.slope, mix.midpoint) for n in set(lengths.tolist())}
     return np.array([table[n] for n in lengths.tolist()], dtype=np.float64)
 
 
-def mix_scores(c: Candidates, mix: Mix) -> Matrix:
+def mix_scores(c: CandidateMatrices, mix: Mix) -> Matrix:
     """The fused score of every candidate (``-inf`` on padding), as the ranker sums it."""
     w = mix_weights(mix, c.lengths)
     scores = w[:, None] * c.dense + (1.0 - w)[:, None] * c.sparse
     return np.where(c.valid, scores, -np.inf)
 
 
-def rrf_scores(c: Candidates, k: int) -> Matrix:
+def rrf_scores(c: CandidateMatrices, k: int) -> Matrix:
     """Haystack's reciprocal rank fusion score of every candidate (``-inf`` on padding)."""
     scores = (1.0 / (k + c.dense_rank) + 1.0 / (k + c.sparse_rank)) / (2 / k)
     return np.where(c.valid, scores, -np.inf)
@@ -141,7 +140,7 @@ def order(scores: Matrix, ties: Matrix | None = None, depth: int | None = CUTOFF
     return np.lexsort((ties, -scores), axis=1)[:, :depth]
 
 
-def ndcg(c: Candidates, scores: Matrix, ties: Matrix | None = None) -> float:
+def ndcg(c: CandidateMatrices, scores: Matrix, ties: Matrix | None = None) -> float:
     """Mean nDCG@10 over the queries for these fused scores (padding never ranks: it is ``-inf``)."""
     top = order(scores, ties)
     picked = np.take_along_axis(c.gains, top, axis=1) * np.take_along_axis(c.valid, top, axis=1)
@@ -149,7 +148,7 @@ def ndcg(c: Candidates, scores: Matrix, ties: Matrix | None = None) -> float:
     return float(np.mean(np.divide(dcg, c.ideal, out=np.zeros_like(dcg), where=c.ideal > 0)))
 
 
-def rankings(c: Candidates, scores: Matrix, depth: int, ties: Matrix | None = None) -> list[list[str]]:
+def rankings(c: CandidateMatrices, scores: Matrix, depth: int, ties: Matrix | None = None) -> list[list[str]]:
     """The fused lists of doc ids (best first, at most DEPTH), as the pipeline would answer."""
     top = order(scores, ties, depth)
     return [[ids[j] for j in row if j < len(ids)] for ids, row in zip(c.ids, top.tolist(), strict=True)]
@@ -167,7 +166,7 @@ def mix_grid() -> list[Mix]:
     return grid
 
 
-def fit_mix(c: Candidates) -> tuple[Mix, float]:
+def fit_mix(c: CandidateMatrices) -> tuple[Mix, float]:
     """The grid's best mix curve by mean nDCG@10 (the first one on a tie) and its nDCG."""
     best, best_ndcg = Mix(), ndcg(c, mix_scores(c, Mix()))
     for mix in mix_grid():
@@ -177,14 +176,14 @@ def fit_mix(c: Candidates) -> tuple[Mix, float]:
     return best, best_ndcg
 
 
-def fit_rrf(c: Candidates) -> tuple[int, float]:
+def fit_rrf(c: CandidateMatrices) -> tuple[int, float]:
     """The RRF constant k in 1..200 with the best mean nDCG@10 (the smallest on a tie) and its nDCG."""
     values = [(rrf_ndcg(c, k), -k) for k in RRF_KS]
     value, neg_k = max(values)
     return -neg_k, value
 
 
-def rrf_ndcg(c: Candidates, k: int) -> float:
+def rrf_ndcg(c: CandidateMatrices, k: int) -> float:
     """Mean nDCG@10 of RRF with constant K, ties in the joiner's first-seen order."""
     return ndcg(c, rrf_scores(c, k), c.rrf_position)
 
@@ -209,16 +208,16 @@ class HeldOut:
         }
 
 
-def split(c: Candidates) -> tuple[Candidates, Candidates]:
+def split(c: CandidateMatrices) -> tuple[CandidateMatrices, CandidateMatrices]:
     """(fit part, held-out part): every HOLD_OUT_EVERY-th query, in dataset order, is held out."""
     rows = np.arange(len(c.ids))
     held = rows % HOLD_OUT_EVERY == HOLD_OUT_EVERY - 1
     return subset(c, rows[~held]), subset(c, rows[held])
 
 
-def subset(c: Candidates, rows: npt.NDArray[np.int64]) -> Candidates:
+def subset(c: CandidateMatrices, rows: npt.NDArray[np.int64]) -> CandidateMatrices:
     """The candidates of these query rows only (the padding width stays: padding never ranks)."""
-    return Candidates(
+    return CandidateMatrices(
         [c.ids[i] for i in rows.tolist()], c.lengths[rows], c.dense[rows], c.sparse[rows], c.dense_rank[rows],
         c.sparse_rank[rows], c.rrf_position[rows], c.valid[rows], c.gains[rows], c.ideal[rows],
     )  # fmt: skip
@@ -232,7 +231,7 @@ def verdict(value: dict[str, float] | int, fitted: float, default: float, querie
     return HeldOut(queries, value, fitted, default, fitted - default >= MARGIN)
 
 
-def guarded_mix(c: Candidates) -> tuple[Mix, HeldOut]:
+def guarded_mix(c: CandidateMatrices) -> tuple[Mix, HeldOut]:
     """The mix curve fitted on the fit part when it beats the default on the held-out part, else the default."""
     fit, held = split(c)
     if not held.ids:
@@ -243,7 +242,7 @@ def guarded_mix(c: Candidates) -> tuple[Mix, HeldOut]:
     return (mix if result.kept else Mix()), result
 
 
-def guarded_rrf(c: Candidates) -> tuple[int, HeldOut]:
+def guarded_rrf(c: CandidateMatrices) -> tuple[int, HeldOut]:
     """The RRF k fitted on the fit part when it beats k = 61 on the held-out part, else 61."""
     fit, held = split(c)
     if not held.ids:

@@ -42,8 +42,6 @@ Web search, for the tools built on this module (`retriever_websearch`, `retrieve
 """
 
 import logging
-import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +60,7 @@ from components.embedders.embedder_factory import (
     embedder_spec,
     options_block,
 )
+from components.embedders.embedding_file import copy_embeddings
 from needle.defaults import DEFAULT_MODEL
 from needle.errors import NeedleError
 from needle.index.build import StoreChoice, build_index
@@ -216,14 +215,11 @@ def web_search_component(
 
 
 def export_embeddings(index_dir: Path, manifest: IndexManifest, npy: Path) -> None:
-    """Copy the generation's embedding file (and its fingerprint) to NPY, each replaced in one rename."""
-    npy.parent.mkdir(parents=True, exist_ok=True)
+    """Copy the generation's embedding file (and its fingerprint) to NPY, each replaced crash-safely
+    (``components.embedders.embedding_file.copy_embeddings``)."""
     source = index_dir / manifest.generation / EMBEDDINGS
-    for src, dst in ((source, npy), (Path(f"{source}.json"), Path(f"{npy}.json"))):
-        if src.is_file():
-            partial = dst.with_name(f".{dst.name}.partial")
-            shutil.copyfile(src, partial)
-            os.replace(partial, dst)
+    if source.is_file():
+        copy_embeddings(source, npy)
 
 
 def load_config(path: Path, overrides: Mapping[str, Any] | None = None) -> UltraRAGConfig:

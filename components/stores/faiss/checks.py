@@ -106,7 +106,7 @@ def check_matrix(matrix: Any, count: int, dim: int | None, source: str) -> None:
         raise ValueError(f"{source}: vectors of {matrix.shape[1]} values, this store has embedding_dim={dim}")
 
 
-def check_queries(query_embeddings: Any, dim: int | None) -> np.ndarray:
+def check_query_embeddings(query_embeddings: Any, dim: int | None) -> np.ndarray:
     """Query embeddings as a finite float32 (Q, dim) matrix."""
     try:
         queries = np.asarray(query_embeddings, dtype=np.float32)

@@ -13,7 +13,7 @@ from haystack import Document
 
 from components.checks import check_filters, check_top_k
 from components.stores.async_twins import twin
-from components.stores.faiss.checks import check_queries
+from components.stores.faiss.checks import check_query_embeddings
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
 from components.stores.faiss.vector_index import FAISSVectorIndex, exact_search
 from components.stores.hits import SharedHits, collector_paused, hit_documents
@@ -77,7 +77,7 @@ class FAISSSearches:
         check_top_k(top_k)
         check_filters(filters)
         table = self._ready()
-        queries = check_queries(query_embeddings, self.embedding_dim)
+        queries = check_query_embeddings(query_embeddings, self.embedding_dim)
         candidates = None
         if filters:
             matching = table.filter_rows(filters)

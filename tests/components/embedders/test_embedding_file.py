@@ -1,4 +1,4 @@
-"""The corpus .npy file: layout, reuse without a model, every refusal, and atomic writes."""
+"""The corpus .npy file: layout, reuse without a model, every refusal, and pairs written and copied whole."""
 
 import json
 from pathlib import Path
@@ -9,7 +9,7 @@ from haystack import Document, Pipeline
 
 from components.converters import JSONLCorpusReader
 from components.embedders import EmbeddingFileError, SentenceTransformersDocumentEmbedder, save_embeddings
-from components.embedders.embedding_file import atomic_write, build_fingerprint, sidecar_path
+from components.embedders.embedding_file import build_fingerprint, copy_embeddings, sidecar_path
 
 DOCS = [Document(id=f"d{i}", content=f"passage {i} about vitamin {chr(65 + i)}") for i in range(6)]
 
@@ -148,18 +148,18 @@ def test_failed_rebuild_keeps_the_previous_pair_usable(minilm_path: str, built: 
     np.testing.assert_array_equal(np.array([d.embedding for d in out], dtype=np.float32), before)
 
 
-def test_interrupted_write_leaves_the_target_untouched_and_no_temp_file(tmp_path: Path) -> None:
-    target = tmp_path / "emb.npy"
-    target.write_bytes(b"previous")
-
-    def write_half_then_fail(handle: object) -> None:
-        handle.write(b"partial")
-        raise OSError("disk full")
-
-    with pytest.raises(OSError, match="disk full"):
-        atomic_write(target, write_half_then_fail)
-    assert target.read_bytes() == b"previous"
-    assert [p.name for p in tmp_path.iterdir()] == ["emb.npy"]
+def test_a_copied_pair_replaces_the_old_pair_whole(tmp_path: Path) -> None:
+    """copy_embeddings takes the target's old sidecar away first: a source without one never leaves the target's
+    matrix paired with the fingerprint of another (what a crash between the two copies would do too)."""
+    source, target = tmp_path / "src.npy", tmp_path / "out" / "emb.npy"
+    fingerprint = build_fingerprint({"model": "m"}, ["a", "b"], ["x", "y"])
+    save_embeddings(source, np.ones((2, 3), dtype=np.float32), fingerprint)
+    copy_embeddings(source, target)
+    assert target.read_bytes() == source.read_bytes()
+    assert sidecar_path(target).read_bytes() == sidecar_path(source).read_bytes()
+    sidecar_path(source).unlink()
+    copy_embeddings(source, target)
+    assert not sidecar_path(target).exists()
 
 
 def test_save_embeddings_checks_dtype_and_row_count(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """The index directory `needle index` builds: failed rebuilds change nothing, strangers' directories are refused,
-broken indexes are one-line errors, and an index of the older layout is rebuilt without losing it first.
+broken indexes are one-line errors.
 
 BM25-only indexes of small slices of the sample corpus keep this module fast; the dense part adds nothing here
 except for the embedding-reuse tests at the end.
@@ -126,14 +126,15 @@ def test_out_in_a_read_only_place_is_one_line(tmp_path: Path, capsys: pytest.Cap
     assert not target.exists()
 
 
-def test_a_strangers_directory_is_never_written_into(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize("name", ["holiday.jpg", "needle.json"])  # needle.json: no name of ours, as any other
+def test_a_strangers_directory_is_never_written_into(tmp_path: Path, capsys: pytest.CaptureFixture, name: str) -> None:
     stranger = tmp_path / "photos"
     stranger.mkdir()
-    (stranger / "holiday.jpg").write_bytes(b"\xff\xd8")
+    (stranger / name).write_bytes(b"\xff\xd8")
     err = one_line_error(capsys, ["index", str(SAMPLE), "--out", str(stranger), "--bm25", "--no-dense"])
-    assert "not empty and not a needle index" in err
-    assert "holiday.jpg" in err
-    assert [p.name for p in stranger.iterdir()] == ["holiday.jpg"]
+    assert f"not empty and not a needle index (it holds {name})" in err
+    assert [p.name for p in stranger.iterdir()] == [name]
+    assert "is not a needle index: " in one_line_error(capsys, ["search", str(stranger), "thread"])
 
 
 def test_a_store_directory_is_not_taken_for_an_index(bm25_index: Path, capsys: pytest.CaptureFixture) -> None:
@@ -196,40 +197,6 @@ def test_a_tampered_manifest_is_refused(
     path = generation(bm25_index) / "manifest.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), field: value}))
     assert message in one_line_error(capsys, ["search", str(bm25_index), "thread", "--mode", "bm25"])
-
-
-def older_layout(index: Path) -> dict[str, bytes]:
-    """Turn a BM25 index into the layout needle wrote before generations; returns its files and contents."""
-    live = generation(index)
-    shutil.move(live / "bm25", index / "bm25")
-    manifest = {k: v for k, v in json.loads((live / "manifest.json").read_text()).items() if k not in ("files",)}
-    (index / "needle.json").write_text(json.dumps(manifest))
-    (index / "bm25_search.yaml").write_text("components: {}\n")
-    shutil.rmtree(live)
-    (index / "CURRENT").unlink()
-    return {str(p.relative_to(index)): p.read_bytes() for p in index.rglob("*") if p.is_file() and p.name != "LOCK"}
-
-
-def test_an_index_of_the_older_layout_is_kept_until_its_rebuild_is_live(
-    bm25_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
-    files = older_layout(bm25_index)
-    assert "built by an older needle" in one_line_error(capsys, ["search", str(bm25_index), "thread"])
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "a", "contents": "fine"}\n{"id": \n', encoding="utf-8")
-    one_line_error(capsys, ["index", str(bad), "--out", str(bm25_index), "--bm25", "--no-dense"])
-    now = {
-        str(p.relative_to(bm25_index)): p.read_bytes()
-        for p in bm25_index.rglob("*")
-        if p.is_file() and p.name != "LOCK"
-    }
-    assert now == files
-    assert (
-        main(["index", str(corpus_slice(tmp_path, "a.jsonl", 0, 40)), "--out", str(bm25_index), "--bm25", "--no-dense"])
-        == 0
-    )
-    assert sorted(p.name for p in bm25_index.iterdir()) == ["CURRENT", "LOCK", "gen-000001"]
-    assert json.loads(search_json(capsys, bm25_index)[1])[1]
 
 
 def test_embeddings_are_carried_over_while_model_and_corpus_match(

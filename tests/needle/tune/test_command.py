@@ -13,8 +13,8 @@ from needle.eval import load_beir
 from needle.index.generations import live_name, take_lock
 from needle.pipelines.fusion import Fusion, Mix, read_fusion, write_fusion
 from needle.search.searcher import Searcher
+from needle.tune import fit as fusion_fit
 from needle.tune.command import fetch
-from needle.tune.command import fit as fusion_fit
 from tests.support.beir import write_sample_corpus
 
 # Judged as BM25 ranks them (its top hit), which the default mix (dense weight ~0.7) ranks lower for the first five:

@@ -31,8 +31,8 @@ from needle.pipelines.fusion import (
     write_fusion_file,
 )
 from needle.serve.pipelines import ServedPipelines, deploy_all
+from needle.tune import fit as fusion_fit
 from needle.tune.command import fit, format_check
-from needle.tune.command import fit as fusion_fit
 
 from .test_command import write_dataset
 
@@ -235,7 +235,7 @@ def lists(kinds: str) -> tuple[list[str], list[list[Document]], list[list[Docume
     ],
 )
 def test_rrf_k_is_installed_only_when_it_beats_the_default_on_held_out_queries(kinds: str, k: int, kept: bool) -> None:
-    fusion = fit(fusion_fit.candidates(*lists(kinds)), {"split": "train"})
+    fusion = fit(fusion_fit.candidate_matrices(*lists(kinds)), {"split": "train"})
     held = fusion.fitted_on["held_out"]["rrf"]
     assert (fusion.rrf_k, held["kept"], held["value"], held["queries"]) == (k, kept, 1, 2)
     assert (held["ndcg@10"]["fitted"] > held["ndcg@10"]["default"]) is kept
@@ -244,7 +244,7 @@ def test_rrf_k_is_installed_only_when_it_beats_the_default_on_held_out_queries(k
 
 
 def test_too_few_training_queries_to_hold_any_out_record_the_defaults() -> None:
-    fusion = fit(fusion_fit.candidates(*lists("aaaa")), {"split": "train"})
+    fusion = fit(fusion_fit.candidate_matrices(*lists("aaaa")), {"split": "train"})
     assert (fusion.mix, fusion.rrf_k) == (Mix(), RRF_K)
     assert fusion.fitted_on["held_out"]["rrf"]["queries"] == 0
     assert "the defaults are recorded" in format_check(fusion.fitted_on["held_out"], "train", 4)[0]
