@@ -111,8 +111,7 @@ def test_package_imports_are_light_and_the_allowlist_still_reaches_haystack() ->
 import sys
 import components, needle
 light = not {"haystack", "torch"} & set(sys.modules)
-from needle import Searcher
-from needle import build_index
+from needle import Searcher, build_index
 from haystack import Pipeline
 yaml = "components:\\n  mix:\\n    type: components.rankers.mix_retrieve_ranker.MixRetrieveRanker\\nconnections: []\\n"
 print(light, Searcher.__module__, build_index.__module__, type(Pipeline.loads(yaml).get_component("mix")).__name__)
