@@ -32,6 +32,7 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 
+from components.atomic_files import publish, sync_file, temp_pattern, temp_sibling
 from components.stores.directory_lock import LOCK_FILE
 from components.stores.file_digests import DIGESTS, SHA256, check_relative, sha256_file, verified, verify_all
 
@@ -40,7 +41,9 @@ __all__ = ["DIGESTS", "MANIFEST", "POINTER", "STORES", "Generations", "load_json
 POINTER = "CURRENT"
 MANIFEST = "manifest.json"
 STORES = "stores"  # manifest key: {sub-directory: {"generation", "manifest_sha256"}} of the stores saved inside
-_UNOWNED = (LOCK_FILE, f"{POINTER}.tmp")  # files in a generation that are not part of its content (_owned)
+# Files in a store directory that are not part of a generation's content (_owned): the writer lock and the pointer's
+# staged copy (atomic_files.temp_sibling), left by a save killed before its switch.
+_UNOWNED = re.compile(rf"{re.escape(LOCK_FILE)}|{temp_pattern(POINTER)}")
 
 
 @dataclass(frozen=True)
@@ -143,21 +146,21 @@ class Generations:
         number = 1 + max((int(m.group(1)) for p in root.iterdir() if (m := self._match(p.name))), default=0)
         final = root / self._name(number)
         partial = root / f"{final.name}.partial"
-        staged = root / f"{POINTER}.tmp"
+        staged = temp_sibling(root / POINTER)
         try:
             partial.mkdir()
             self._fill(partial, writer)
             os.rename(partial, final)
             _fsync(root)
-            staged.write_text(final.name + "\n", encoding="utf-8")
-            _fsync(staged)
+            with staged.open("wb") as handle:
+                handle.write(f"{final.name}\n".encode())
+                sync_file(handle)
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
             shutil.rmtree(final, ignore_errors=True)
             staged.unlink(missing_ok=True)
             raise
-        os.replace(staged, root / POINTER)
-        _fsync(root)
+        publish(staged, root / POINTER)  # the switch: atomic, and fsynced with its directory
         self.remove_stale(root, live=final.name)
         return final
 
@@ -193,7 +196,7 @@ class Generations:
         overwrite data at the next save.
         """
         pointer = root / POINTER
-        names = sorted(p.name for p in root.iterdir() if p.name not in (f"{POINTER}.tmp", LOCK_FILE))
+        names = sorted(p.name for p in root.iterdir() if not _UNOWNED.fullmatch(p.name))
         strangers = [n for n in names if not self._match(n)]
         if strangers:
             raise DocumentStoreError(
@@ -227,7 +230,7 @@ def _owned(directory: Path, prefix: str = "") -> tuple[list[str], list[Path]]:
         if entry.is_dir() and not _is_store(entry):
             inner, deeper = _owned(entry, f"{name}/")
             files, directories = files + inner, [*directories, entry, *deeper]
-        elif entry.is_file() and name != MANIFEST and entry.name not in _UNOWNED:
+        elif entry.is_file() and name != MANIFEST and not _UNOWNED.fullmatch(entry.name):
             files.append(name)
     return files, directories
 

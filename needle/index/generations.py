@@ -51,11 +51,11 @@ logger = logging.getLogger(__name__)
 FORMAT = "needle-index"
 LAYOUT = Generations(kind="needle index", digits=6, stamp={"format": FORMAT, "format_version": 1}, keep=1)
 EMBEDDINGS = "embeddings.npy"
-# What an index directory holds beside its generations: the pointer (and its staged copy), the writer lock, and
-# `needle tune`'s fusion file (and the temporary file of an interrupted write of it).
-TOP_LEVEL = (POINTER, f"{POINTER}.tmp", LOCK_FILE, FUSION_FILE)
+# What an index directory holds beside its generations: the pointer, the writer lock and `needle tune`'s fusion file,
+# and the temporary file of an interrupted write of the pointer or the fusion file.
+TOP_LEVEL = (POINTER, LOCK_FILE, FUSION_FILE)
 GENERATION = re.compile(r"gen-\d{6}(\.partial)?")  # LAYOUT's generation names, final or partial
-_OURS = re.compile(rf"{GENERATION.pattern}|{temp_pattern(FUSION_FILE)}")
+_OURS = re.compile(rf"{GENERATION.pattern}|{temp_pattern(FUSION_FILE)}|{temp_pattern(POINTER)}")
 
 
 def live_name(index_dir: Path) -> str | None:
