@@ -4,10 +4,15 @@
 index) answer from this module, ``needle.cli.parser`` and ``components.checks`` alone.
 """
 
+import re
 from pathlib import Path
 
 from needle.defaults import INDEX_POINTER
 from needle.errors import NeedleError
+
+# What an index directory may hold without its pointer (a build that never switched, or a lost pointer): `needle
+# index --out` rebuilds over these, and refuses a directory holding anything else.
+_LEFT_BY_A_BUILD = re.compile(r"gen-\d{6}(\.partial)?|LOCK|fusion\.json|\..*\.tmp")
 
 
 def rebuild_hint(index_dir: Path) -> str:
@@ -22,9 +27,14 @@ def check_readable(index_dir: Path) -> None:
         what = "is a file, not an index directory" if index_dir.exists() else "not found"
         raise NeedleError(f"index directory {what}: {index_dir} (build one with `needle index CORPUS --out DIR`)")
     if not (index_dir / INDEX_POINTER).is_file():
-        raise NeedleError(
-            f"{index_dir} is not a needle index: {index_dir / INDEX_POINTER} is missing; {rebuild_hint(index_dir)}"
+        others = sorted(p.name for p in index_dir.iterdir() if not _LEFT_BY_A_BUILD.fullmatch(p.name))
+        hint = (
+            rebuild_hint(index_dir)
+            if not others
+            else f"it holds other files ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}), so build "
+            f"one into a new or empty directory: `needle index CORPUS --out NEW_DIR`"
         )
+        raise NeedleError(f"{index_dir} is not a needle index: {index_dir / INDEX_POINTER} is missing; {hint}")
 
 
 def check_corpus(corpus: Path) -> None:

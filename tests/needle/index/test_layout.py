@@ -137,6 +137,23 @@ def test_a_strangers_directory_is_never_written_into(tmp_path: Path, capsys: pyt
     assert "is not a needle index: " in one_line_error(capsys, ["search", str(stranger), "thread"])
 
 
+@pytest.mark.parametrize("holds", [[], ["notes.txt"]])
+def test_the_not_an_index_hint_names_a_command_that_then_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture, holds: list[str]
+) -> None:
+    """An empty directory is rebuilt where it is; one holding other files gets a new directory, never itself."""
+    directory = tmp_path / "somewhere"
+    directory.mkdir()
+    for name in holds:
+        (directory / name).write_text("mine", encoding="utf-8")
+    err = one_line_error(capsys, ["search", str(directory), "thread"])
+    suggested = err.rsplit("`needle index CORPUS --out ", 1)[1].strip().rstrip("`")
+    target = directory if suggested == str(directory) else tmp_path / "new_index"
+    assert (suggested == str(directory)) == (not holds), err
+    assert main(["index", str(SAMPLE), "--out", str(target), "--bm25", "--no-dense"]) == 0
+    assert main(["search", str(target), "thread", "--mode", "bm25"]) == 0
+
+
 def test_a_store_directory_is_not_taken_for_an_index(bm25_index: Path, capsys: pytest.CaptureFixture) -> None:
     store = generation(bm25_index) / "bm25"
     names = sorted(p.name for p in store.iterdir())
