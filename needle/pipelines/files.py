@@ -1,7 +1,8 @@
 """Load the YAML pipelines in ``pipelines/`` as templates, fill in their paths and parameters, build them.
 
 The CLI drives exactly the pipelines a user can load with ``Pipeline.loads`` or serve with Hayhooks: it
-only overrides init parameters (index paths, model name, top_k) before building.
+only overrides init parameters (index paths, model name) before building, and feeds ``top_k`` and the query
+instruction at run time (``needle.pipelines.feed``).
 """
 
 from copy import deepcopy
@@ -13,6 +14,8 @@ from haystack import Document, Pipeline
 
 import components  # noqa: F401  (allowlists our modules for deserialization)
 from needle.pipelines.direct_run import DirectRun
+from needle.pipelines.feed import SearchPlan
+from needle.pipelines.runner import SearchRunner
 
 PIPELINES_DIR = Path(__file__).resolve().parents[2] / "pipelines"
 # The init parameters of our document stores that name a place: FAISS and BM25 directories, a Milvus Lite database.
@@ -80,14 +83,14 @@ class QueryPipeline:
     """A pipeline that declares a ``query`` input and a ``documents`` output (Hayhooks' blocks), run per query.
 
     With ``input_name="queries"`` it drives a batch pipeline instead: one run takes every query and its
-    ``documents`` output holds one list per query.
-
-    An acyclic pipeline of this project's components runs stage by stage without ``Pipeline.run``'s per-component
-    machinery (``needle.pipelines.direct_run``); the components get the same inputs and give the same documents.
+    ``documents`` output holds one list per query. It is fed by its ``SearchPlan`` (``needle.pipelines.feed``) and
+    run by ``needle.pipelines.runner``: stage by stage (``direct``) when every component is one of this project's,
+    with ``Pipeline.run`` otherwise; the components get the same inputs and give the same documents.
     """
 
     def __init__(self, data: dict[str, Any], source: str, input_name: str = "query", warm_up: bool = True) -> None:
-        """Check the declared blocks and build the pipeline; ``warm_up=False`` leaves loading models to the caller."""
+        """Check the declared blocks and build the pipeline; ``warm_up=False`` leaves loading models to the caller
+        (or to the first run)."""
         inputs, outputs = data.get("inputs") or {}, data.get("outputs") or {}
         if input_name not in inputs or "documents" not in outputs:
             raise ValueError(
@@ -95,38 +98,36 @@ class QueryPipeline:
                 f"(inputs: {{{input_name}: component.socket}}, outputs: {{documents: component.documents}}); "
                 f"it declares inputs {sorted(inputs) or 'none'} and outputs {sorted(outputs) or 'none'}"
             )
-        self.batched = input_name == "queries"
-        targets = inputs[input_name] if isinstance(inputs[input_name], list) else [inputs[input_name]]
-        self.targets = [t.split(".", 1) for t in targets]
-        self.output = outputs["documents"].split(".", 1)
         self.pipeline = build(data)
-        self.direct = DirectRun.plan(self.pipeline, {(name, socket) for name, socket in self.targets})
-        self.warm = warm_up
         if warm_up:
             self.pipeline.warm_up()
+        self.runner = SearchRunner(self.pipeline, SearchPlan.of(data, input_name), warm=warm_up)
+        self.batched = self.runner.plan.batch
+
+    @property
+    def direct(self) -> DirectRun | None:
+        """The stage-by-stage plan, or None where the pipeline keeps ``Pipeline.run``."""
+        return self.runner.direct
 
     @overload
-    def run(self, query: str) -> list[Document]: ...
+    def run(self, query: str, top_k: int | None = None, instruction: str | None = None) -> list[Document]: ...
 
     @overload
-    def run(self, query: list[str]) -> list[list[Document]]: ...
+    def run(
+        self, query: list[str], top_k: int | None = None, instruction: str | None = None
+    ) -> list[list[Document]]: ...
 
-    def run(self, query: str | list[str]) -> list[Document] | list[list[Document]]:
-        """Feed the query (or all queries) to every declared target socket; return the documents output."""
-        feed: dict[str, dict[str, Any]] = {}
-        for name, socket in self.targets:
-            feed.setdefault(name, {})[socket] = query
-        name, socket = self.output
-        if self.direct is not None:
-            if not self.warm:  # Pipeline.run warms its components up; so does the first direct run
-                self.pipeline.warm_up()
-                self.warm = True
-            outputs = self.direct.run(feed)
-        else:
-            outputs = self.pipeline.run(feed, include_outputs_from={name})
-        documents: list[Document] | list[list[Document]] = outputs[name][socket]
-        return documents
+    def run(
+        self, query: str | list[str], top_k: int | None = None, instruction: str | None = None
+    ) -> list[Document] | list[list[Document]]:
+        """The documents output for the query (or all queries), fed by ``SearchPlan.feed``: ``top_k`` hits (None:
+        the pipeline's own), the query embedders' ``instruction`` in place of the recorded one (None: that one)."""
+        return self.runner.documents(query, top_k, instruction)
 
-    def run_many(self, queries: list[str]) -> list[list[Document]]:
+    def run_many(
+        self, queries: list[str], top_k: int | None = None, instruction: str | None = None
+    ) -> list[list[Document]]:
         """One result list per query, in query order: a single run for a batch pipeline."""
-        return self.run(queries) if self.batched else [self.run(q) for q in queries]
+        if self.batched:
+            return self.run(queries, top_k, instruction)
+        return [self.run(query, top_k, instruction) for query in queries]

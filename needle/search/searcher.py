@@ -1,7 +1,10 @@
-"""Search an index directory through the YAML search pipelines, in dense, BM25 or hybrid mode.
+"""Search an index directory through the YAML search pipelines, in dense, BM25, hybrid or rrf mode.
 
 The index's manifest says which store holds it, so the same modes search FAISS + bm25s or one Milvus
-collection (``IndexManifest.template`` picks the pipeline); nothing else changes for the caller.
+collection (``IndexManifest.template`` picks the pipeline); nothing else changes for the caller. Every mode runs
+its batch pipeline, all queries in one run (a single query too: one run costs the same pipeline overhead whatever
+the number of queries), fed by the rule every entry point shares (``needle.pipelines.feed``): ``top_k`` and the
+query instruction go in at run time.
 """
 
 from pathlib import Path
@@ -10,7 +13,7 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.checks import check_queries, check_top_k
-from needle.defaults import MODES  # defined light, for the parser
+from needle.defaults import DEFAULT_TOP_K, MODES  # defined light, for the parser
 from needle.errors import NeedleError
 from needle.index.checks import rebuild_hint
 from needle.index.generations import live_name
@@ -18,10 +21,6 @@ from needle.index.manifest import IndexManifest
 from needle.index.templates import fill_search_pipeline
 from needle.pipelines import files as pf
 from needle.pipelines.fusion import FusionSetting, index_fusion
-
-# The modes answered by a batch pipeline (all queries in one run, a single query too: one run costs the same
-# pipeline overhead whatever the number of queries), per store.
-BATCH_MODES = {"faiss": MODES, "milvus": MODES}
 
 
 def best_mode(manifest: IndexManifest) -> str:
@@ -62,19 +61,29 @@ class Searcher:
         self,
         index_dir: Path,
         mode: str | None = None,
-        top_k: int = 5,
+        top_k: int = DEFAULT_TOP_K,
         model: str | None = None,
         fusion: FusionSetting | None = None,
+        query_instruction: str | None = None,
     ) -> None:
-        """``fusion``: the fusion parameters to search with (``needle.pipelines.fusion``, ``--fusion FILE|default``);
-        None: the index's own (DIR/fusion.json when `needle tune` wrote one, else the defaults), read once here."""
+        """Open the index for MODE (None: hybrid when it has dense and BM25 parts, else its one mode).
+
+        :param top_k: Hits per query, 1 to 10,000 (checked here, before anything loads).
+        :param fusion: The fusion parameters to search with (``needle.pipelines.fusion``, ``--fusion
+            FILE|default``); None: the index's own (DIR/fusion.json when `needle tune` wrote one, else the
+            defaults), read once here.
+        :param query_instruction: The text the query embedder puts before every query, in place of the one the
+            index recorded (``needle index --config`` with UltraRAG's ``query_instruction``), never on top of it;
+            ``""``: none; None: the recorded one. Modes without an embedder (bm25) ignore it.
+        """
         self.index_dir = Path(index_dir)
         self.fusion = index_fusion(self.index_dir) if fusion is None else fusion
-        check_top_k(top_k)
+        self.top_k = check_top_k(top_k)
+        self.query_instruction = query_instruction
         for attempt in (1, 2):
             self.manifest = IndexManifest.load(self.index_dir)
             try:
-                self._open(mode, top_k, model)
+                self._open(mode, model)
                 return
             except (NeedleError, DocumentStoreError, OSError):
                 if hasattr(self, "pipeline"):
@@ -82,7 +91,7 @@ class Searcher:
                 if attempt == 2 or live_name(self.index_dir) == self.manifest.generation:
                     raise
 
-    def _open(self, mode: str | None, top_k: int, model: str | None) -> None:
+    def _open(self, mode: str | None, model: str | None) -> None:
         """Check mode and model, build the pipeline, load the stores (checking their counts), then the model."""
         self.mode = mode or best_mode(self.manifest)
         if self.mode not in MODES:
@@ -93,10 +102,9 @@ class Searcher:
             check_image_mode(self.manifest, self.mode, self.index_dir)
         check_mode(self.manifest, self.mode, self.index_dir)
         check_model(self.manifest, model, self.index_dir)
-        self.batched = self.mode in BATCH_MODES[self.manifest.store]
-        template = self.manifest.template(self.mode, self.batched)
-        data = fill_search_pipeline(self.index_dir, self.manifest, template, top_k, self.fusion)
-        self.runner = pf.QueryPipeline(data, f"{template}_search", "queries" if self.batched else "query", False)
+        template = self.manifest.template(self.mode, batch=True)
+        data = fill_search_pipeline(self.index_dir, self.manifest, template, self.fusion)
+        self.runner = pf.QueryPipeline(data, f"{template}_search", "queries", warm_up=False)
         self.pipeline = self.runner.pipeline
         self._check_parts()
         self.pipeline.warm_up()
@@ -122,10 +130,10 @@ class Searcher:
                 )
 
     def _check_dimension(self) -> None:
-        """Embed a probe query and compare its size with the index's, before any real search."""
+        """Embed a probe query with the instruction of the searches and compare its size with the index's, before
+        any real search (a bad instruction is refused here too)."""
         embedder = self.pipeline.get_component("embedder")
-        out = embedder.run(texts=["dimension probe"]) if self.batched else embedder.run(text="dimension probe")
-        dim = len(out["embeddings"][0] if self.batched else out["embedding"])
+        dim = len(embedder.run(texts=["dimension probe"], query_instruction=self.query_instruction)["embeddings"][0])
         if dim != self.manifest.dim:
             raise NeedleError(
                 f"index {self.index_dir} holds {self.manifest.dim}-dimensional vectors but model "
@@ -135,7 +143,7 @@ class Searcher:
     def search(self, queries: list[str]) -> list[list[Document]]:
         """Top-k documents for each query, in query order; every query must pass ``components.checks``."""
         check_queries(queries)
-        return self.runner.run_many(queries)
+        return self.runner.run(queries, self.top_k, self.query_instruction)
 
     def close(self) -> None:
         """Close the Milvus connections of a Milvus index, so that its Lite database is free for other processes

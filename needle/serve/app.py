@@ -33,7 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from components.checks import MAX_QUERY_CHARS
-from needle.pipelines.feed import SearchPlan
+from needle.pipelines.runner import SearchRunner
 from needle.serve.mcp import http_routes, with_mcp_lifespan
 from needle.serve.pipelines import ServedPipelines, one_line
 from needle.serve.rerank import RerankService, rerank_route
@@ -58,12 +58,12 @@ class AsciiJSONResponse(JSONResponse):
         return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
-def run_route(app: FastAPI, name: str, pipeline: Any, plan: SearchPlan) -> None:
-    """Add ``POST /<name>/run``: check the query, run the pipeline through run_async, map errors to 4xx/500."""
+def run_route(app: FastAPI, name: str, runner: SearchRunner) -> None:
+    """Add ``POST /<name>/run``: check the query, run the pipeline in the search pool, map errors to 4xx/500."""
 
     async def run(request: SearchRequest) -> SearchResponse:
         check_request_query(request.query)
-        return SearchResponse(result=await run_search(name, pipeline.pipeline, plan, request.query, request.top_k))
+        return SearchResponse(result=await run_search(name, runner, request.query, request.top_k))
 
     app.add_api_route(
         f"/{name}/run",
@@ -184,8 +184,8 @@ def create_search_app(
     app.state.durable_store = "memory"
     app.state.monitoring_enabled = False
     app.include_router(status_router)
-    for name, plan in served.plans.items():
-        run_route(app, name, served.registry.get(name), plan)
+    for name, runner in served.runners.items():
+        run_route(app, name, runner)
     app.router.routes.extend(mcp_routes)
     if ultrarag is not None:
         ultrarag_route(app, ultrarag)

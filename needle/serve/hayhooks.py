@@ -16,9 +16,11 @@ manifest records (an edited file fails the deployment, naming it), resolves the 
 against DIR, shares one store object per index part with the other wrappers of the process (the index is opened
 once, as `needle serve` does), warms up and answers a probe query at start-up (a broken part fails the deployment,
 not the first user's query). ``POST /<mode>_search/run`` takes ``{"query": ..., "top_k"?: ...}`` and answers
-Hayhooks' ``{"result": {component: {"documents": [...]}}}``, with `needle serve`'s rules: ``top_k`` (1 to 10,000)
-goes to the answering component and the candidate generators before it keep at least their own count; a blank,
-empty or invalid-Unicode query or a bad ``top_k`` is a 422 with a message, a query over 1 MiB characters a 413.
+Hayhooks' ``{"result": {component: {"documents": [...]}}}``, fed and run as `needle serve` runs its pipelines
+(``needle.pipelines.feed``, ``needle.pipelines.runner``): ``top_k`` (1 to 10,000) goes to the answering component and
+the candidate generators before it keep at least their own count, the query embedder keeps the instruction the
+index recorded; a blank, empty or invalid-Unicode query or a bad ``top_k`` is a 422 with a message, a query over
+1 MiB characters a 413.
 """
 
 import threading
@@ -36,7 +38,7 @@ from needle.index.generations import LAYOUT, verify_own_files
 from needle.index.templates import HAYHOOKS_DIR
 from needle.pipelines import files as pf
 from needle.pipelines.feed import SearchPlan
-from needle.serve.pipelines import PROBE_QUERY, share_stores
+from needle.serve.pipelines import probed_runner
 from needle.serve.run import check_request_query, run_search
 
 Query = Annotated[str, Field(strict=True)]
@@ -73,12 +75,9 @@ class SearchPipelineWrapper(BasePipelineWrapper):  # type: ignore[misc]  # hayho
         path = generation / self.pipeline_file
         data = pf.rebased(yaml.safe_load(path.read_text(encoding="utf-8")), generation.parent)
         self.name = path.stem
-        self.plan = SearchPlan.of(data)
         pipeline = pf.build(data)
         with _SETUP:
-            share_stores(pipeline, _STORES)
-            pipeline.warm_up()
-            pipeline.run(self.plan.feed(PROBE_QUERY, None), include_outputs_from={self.plan.answering})
+            self.runner = probed_runner(pipeline, SearchPlan.of(data), _STORES)
         self.pipeline: Pipeline = pipeline
 
     async def run_api_async(self, query: Query, top_k: TopK = None) -> dict[str, Any]:
@@ -89,4 +88,4 @@ class SearchPipelineWrapper(BasePipelineWrapper):  # type: ignore[misc]  # hayho
         :param top_k: How many documents to return, 1 to 10,000 (default: the pipeline's own).
         """
         check_request_query(query)
-        return await run_search(self.name, self.pipeline, self.plan, query, top_k)
+        return await run_search(self.name, self.runner, query, top_k)

@@ -4,7 +4,8 @@ UltraRAG's retriever *is* an MCP server; these are its query tools, with its par
 
 * ``retriever_search(query_list, top_k=5, query_instruction="", collection_name="")`` -> ``{"ret_psg": [[passage,
   ...], ...]}`` from the index's best mode (hybrid when it has dense and BM25 parts), exactly what ``POST /search``
-  answers: both run the same batch pipeline through the same feed (``SearchPlan.feed``);
+  answers: both run the same batch pipeline through the same feed and runner (``needle.pipelines.feed``,
+  ``needle.pipelines.runner``), and an instruction replaces the index's own as there (``""`` keeps it);
 * ``retriever_batch_search(batch_query_list, ...)`` -> ``{"ret_psg_ls": [[[passage, ...], ...], ...]}``;
 * ``bm25_search(query_list, top_k=5)`` -> ``{"ret_psg": ...}`` from the index's BM25 part;
 * ``retriever_websearch`` / ``retriever_batch_websearch`` (``websearch_backend``: tavily | exa | zhipuai) and the
@@ -32,14 +33,21 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from components.checks import MAX_TOP_K
+from needle.defaults import DEFAULT_TOP_K
 from needle.search.hits import as_hits
 from needle.serve.pipelines import ServedPipelines, one_line
 from needle.serve.run import check_batch_size, check_request_query, run_search
-from needle.serve.ultrarag import UltraRAGSearch, UltraRAGSearchRequest, check_search_request
+from needle.serve.ultrarag import (
+    INSTRUCTION_HELP,
+    UltraRAGSearch,
+    UltraRAGSearchRequest,
+    check_search_request,
+    deploy_ultrarag,
+)
 
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="passages per query")]
 Queries = Annotated[list[str] | str, Field(description="the queries (one string is taken as a list of one)")]
-Instruction = Annotated[str, Field(description="put in front of each query for the dense part only")]
+Instruction = Annotated[str, Field(description=INSTRUCTION_HELP)]
 Collection = Annotated[str, Field(description='"" or this index\'s name (or its Milvus collection)')]
 WEB_PROVIDERS = ("exa", "tavily", "zhipuai")
 
@@ -77,8 +85,6 @@ class IndexTools:
 
     async def search(self, mode: str | None) -> UltraRAGSearch:
         """The UltraRAG search of MODE (None: the index's best mode), built once per opened index."""
-        from needle.serve.ultrarag import deploy_ultrarag
-
         served = await self.open(mode)
         key = mode or ""
         if key not in self.searches or self.searches[key][0] is not served:
@@ -138,7 +144,10 @@ def add_search_tools(server: MCPServer, index: IndexTools) -> None:
     """Register ``retriever_search``, ``retriever_batch_search`` and ``bm25_search``."""
 
     async def retriever_search(
-        query_list: Queries, top_k: TopK = 5, query_instruction: Instruction = "", collection_name: Collection = ""
+        query_list: Queries,
+        top_k: TopK = DEFAULT_TOP_K,
+        query_instruction: Instruction = "",
+        collection_name: Collection = "",
     ) -> Passages:
         """Search the index (its best mode: hybrid when it has dense and BM25 parts); passages per query."""
         found = await index.passages(None, as_list(query_list), top_k, query_instruction, collection_name)
@@ -146,7 +155,7 @@ def add_search_tools(server: MCPServer, index: IndexTools) -> None:
 
     async def retriever_batch_search(
         batch_query_list: Annotated[list[list[str]], Field(description="lists of queries")],
-        top_k: TopK = 5,
+        top_k: TopK = DEFAULT_TOP_K,
         query_instruction: Instruction = "",
         collection_name: Collection = "",
     ) -> BatchPassages:
@@ -160,7 +169,7 @@ def add_search_tools(server: MCPServer, index: IndexTools) -> None:
             start += len(queries)
         return BatchPassages(ret_psg_ls=answers)
 
-    async def bm25_search(query_list: Queries, top_k: TopK = 5) -> Passages:
+    async def bm25_search(query_list: Queries, top_k: TopK = DEFAULT_TOP_K) -> Passages:
         """Keyword search with the index's BM25 part; passages per query."""
         return Passages(ret_psg=await index.passages("bm25", as_list(query_list), top_k))
 
@@ -170,7 +179,7 @@ def add_search_tools(server: MCPServer, index: IndexTools) -> None:
 
 def add_needle_tools(server: MCPServer, served: ServedPipelines) -> None:
     """Register ``needle_<mode>_search`` for every served pipeline: ids, scores and text of the hits."""
-    for name in served.plans:
+    for name in served.runners:
         server.add_tool(
             needle_tool(served, name),
             name=f"needle_{name}",
@@ -181,7 +190,7 @@ def add_needle_tools(server: MCPServer, served: ServedPipelines) -> None:
 
 def needle_tool(served: ServedPipelines, name: str) -> Callable[..., Awaitable[Hits]]:
     """The tool function of one served pipeline: the REST route's checks and run, its hits as JSON."""
-    plan = served.plans[name]
+    runner = served.runners[name]
 
     async def search(
         query: Annotated[str, Field(description="the query: not blank, at most 1 MiB characters")],
@@ -189,10 +198,11 @@ def needle_tool(served: ServedPipelines, name: str) -> Callable[..., Awaitable[H
     ) -> Hits:
         try:
             check_request_query(query)
-            result = await run_search(name, served.registry.get(name).pipeline, plan, query, top_k)
+            result = await run_search(name, runner, query, top_k)
         except HTTPException as error:
             raise ToolError(f"{error.status_code}: {error.detail}") from None
-        return Hits(documents=[dict(hit) for hit in as_hits(result[plan.answering]["documents"])])
+        documents = result[runner.plan.answering][runner.plan.answer_socket]
+        return Hits(documents=[dict(hit) for hit in as_hits(documents)])
 
     return search
 

@@ -6,6 +6,7 @@ registry of durable mode, which has no deploy or undeploy path). The YAML comes 
 anywhere. Every pipeline answers a probe query before the server starts, because the stores load lazily: a
 broken index part must stop the start-up, not the first user's query. Every pipeline carries one fusion setting
 (``needle.pipelines.fusion``), chosen once at start-up: the index's own, or the one `needle serve --fusion` names.
+Each runs through its ``SearchRunner`` (``needle.pipelines.runner``), the engine of every entry point; the probe too.
 """
 
 import json
@@ -29,6 +30,7 @@ from needle.index.manifest import IndexManifest
 from needle.index.templates import fill_search_pipeline
 from needle.pipelines.feed import SearchPlan
 from needle.pipelines.fusion import FusionSetting, index_fusion
+from needle.pipelines.runner import SearchRunner
 
 PROBE_QUERY = "needle serve start-up probe"
 FUSED_MODES = ("hybrid", "rrf")  # modes that need both the dense and the BM25 part
@@ -36,14 +38,19 @@ FUSED_MODES = ("hybrid", "rrf")  # modes that need both the dense and the BM25 p
 
 @dataclass(frozen=True)
 class ServedPipelines:
-    """The registry Hayhooks' status route reads, the plan of each pipeline in it, and the index they search."""
+    """The registry Hayhooks' status route reads, the runner of each pipeline in it, and the index they search."""
 
     registry: ImmutablePipelineRegistry
-    plans: dict[str, SearchPlan]
+    runners: dict[str, SearchRunner]  # by pipeline name, e.g. hybrid_search
     index_dir: Path
     manifest: IndexManifest
     stores: dict[str, Any]  # one document store per configuration, shared by every pipeline (share_stores)
     fusion: FusionSetting  # the fusion parameters every pipeline was built with
+
+    @property
+    def plans(self) -> dict[str, SearchPlan]:
+        """How each pipeline is fed, by pipeline name."""
+        return {name: runner.plan for name, runner in self.runners.items()}
 
 
 def share_stores(pipeline: Pipeline, stores: dict[str, Any]) -> None:
@@ -79,24 +86,32 @@ def one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
+def probed_runner(pipeline: Pipeline, plan: SearchPlan, stores: dict[str, Any]) -> SearchRunner:
+    """The runner of PIPELINE on the shared STORES, warmed up and run once on a probe query (stores load lazily):
+    what every served pipeline of `needle serve` and `hayhooks run` is. Errors come as ``Pipeline.run`` raises them
+    (``SearchRunner``'s ``wrap_errors``), for the routes' HTTP mapping."""
+    share_stores(pipeline, stores)
+    pipeline.warm_up()
+    runner = SearchRunner(pipeline, plan, warm=True, wrap_errors=True)
+    runner.run([PROBE_QUERY] if plan.batch else PROBE_QUERY)
+    return runner
+
+
 def deploy(
     index_dir: Path, manifest: IndexManifest, name: str, stores: dict[str, Any], fusion: FusionSetting
-) -> tuple[PipelineRegistration, SearchPlan]:
+) -> tuple[PipelineRegistration, SearchRunner]:
     """Build, warm up and probe the pipeline ``<name>_search``; any failure is a NeedleError naming it."""
     pipeline_name = f"{name}_search"
     try:
         data = fill_search_pipeline(index_dir, manifest, manifest.template(name), fusion=fusion)
         wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(data, sort_keys=False), description=pipeline_name)
         wrapper.setup()
-        share_stores(wrapper.pipeline, stores)
-        wrapper.pipeline.warm_up()
-        plan = SearchPlan.of(data)
-        wrapper.pipeline.run(plan.feed(PROBE_QUERY, None), include_outputs_from=wrapper.include_outputs_from)
+        runner = probed_runner(wrapper.pipeline, SearchPlan.of(data), stores)
     except Exception as error:
         cause = root_cause(error)
         raise NeedleError(f"pipeline {pipeline_name} failed to deploy from {index_dir}: {one_line(cause)}") from error
     metadata = {**create_pipeline_metadata(pipeline_name, wrapper), "description": pipeline_name}
-    return PipelineRegistration(pipeline_name, wrapper, metadata), plan
+    return PipelineRegistration(pipeline_name, wrapper, metadata), runner
 
 
 def deploy_all(index_dir: Path, fusion: FusionSetting | None = None) -> ServedPipelines:
@@ -113,5 +128,5 @@ def deploy_all(index_dir: Path, fusion: FusionSetting | None = None) -> ServedPi
     stores: dict[str, Any] = {}
     deployed = [deploy(index_dir, manifest, mode, stores, setting) for mode in modes]
     registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
-    plans = {registration.name: plan for registration, plan in deployed}
-    return ServedPipelines(registry, plans, Path(index_dir), manifest, stores, setting)
+    runners = {registration.name: runner for registration, runner in deployed}
+    return ServedPipelines(registry, runners, Path(index_dir), manifest, stores, setting)

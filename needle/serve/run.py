@@ -1,11 +1,12 @@
-"""One search request through a served pipeline, shared by the REST routes and the MCP tools of `needle serve`.
+"""One search request through a served pipeline, shared by the REST routes, the MCP tools of `needle serve` and the
+Hayhooks wrappers: fed and run by the one engine of every entry point (``needle.pipelines.runner``).
 
 Bad input becomes a 4xx ``HTTPException`` with the component's own message; anything else a 500 whose detail
 says only that the log has the details (the traceback goes to the log, never into the answer, unless
 ``NEEDLE_DEBUG`` is set, which adds the one-line cause).
 
-Pipelines run off the event loop, in a pool of ``SEARCH_THREADS`` threads (``Pipeline.run``, so no part of a
-search, not even Haystack's copying of component inputs, runs on the loop); more searches wait their turn there.
+Pipelines run off the event loop, in a pool of ``SEARCH_THREADS`` threads (``SearchRunner.run``, so no part of a
+search runs on the loop); more searches wait their turn there.
 A batch of 10,000 queries thus keeps one thread busy while ``/status`` and other clients are answered at once.
 One request holds at most ``MAX_QUERIES`` queries and asks for at most ``MAX_PASSAGES`` passages (queries x
 ``top_k``); past either it is a 413 (``check_batch_size``).
@@ -20,12 +21,11 @@ from typing import Any, TypeVar
 
 from fastapi import HTTPException
 from hayhooks.server.logger import log
-from haystack import Pipeline
 from haystack.errors import FilterError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K, check_query
-from needle.pipelines.feed import SearchPlan
+from needle.pipelines.runner import Outputs, SearchRunner
 from needle.serve.pipelines import one_line, root_cause
 
 INTERNAL_ERROR = "internal error while answering the query; the server log has the details"
@@ -84,20 +84,14 @@ def check_request_query(query: str, name: str = "query") -> None:
 
 
 async def run_search(
-    name: str,
-    pipeline: Pipeline,
-    plan: SearchPlan,
-    query: str | list[str],
-    top_k: int | None,
-    instruction: str = "",
-) -> dict[str, Any]:
-    """Run ``pipeline`` on one query (or a batch pipeline on a list) in the search pool; errors as above."""
+    name: str, runner: SearchRunner, query: str | list[str], top_k: int | None, instruction: str | None = None
+) -> Outputs:
+    """Run the pipeline of RUNNER on one query (or a batch pipeline on a list) in the search pool, fed by
+    ``SearchPlan.feed`` (``instruction``: None keeps the index's); errors as above."""
     try:
-        data = plan.feed(query, top_k, instruction)
-        result: dict[str, Any] = await off_loop(pipeline.run, data, include_outputs_from={plan.answering})
+        return await off_loop(runner.run, query, top_k, instruction)
     except Exception as error:
         raise pipeline_error(name, error) from error
-    return result
 
 
 async def off_loop(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:

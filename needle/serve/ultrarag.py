@@ -3,20 +3,22 @@
 ``{"query_list": [...], "top_k": 5, "query_instruction": "", "collection_name": ""}`` ->
 ``{"ret_psg": [[passage, ...], ...]}``: one list of passage texts per query, best first, in query order. The
 queries run in one batch pipeline of the index's best mode (hybrid when it has dense and BM25 parts, else its
-mode), built and probed at start-up like the other pipelines.
+mode), built and probed at start-up like the other pipelines, fed and run as every entry point is
+(``needle.pipelines.feed``, ``needle.pipelines.runner``).
 
 One request holds at most ``MAX_QUERIES`` (10,000) queries and asks for at most ``MAX_PASSAGES`` (1,000,000)
 passages, queries x ``top_k``; past either it is a 413 naming the limit. The search and the JSON of its answer are
 made in the search pool (``needle.serve.run``), never on the event loop.
 
-``query_instruction`` is put in front of each query for the dense (embedding) part only, as UltraRAG prefixes
-queries for instruction-tuned embedders (e.g. ``"Represent this sentence for searching relevant passages: "``);
+``query_instruction`` is what the query embedder puts in front of each query, as UltraRAG prefixes queries for
+instruction-tuned embedders (e.g. ``"Represent this sentence for searching relevant passages: "``): it replaces the
+instruction the index recorded (``needle index --config`` with a ``query_instruction``), never adds to it, and
+``""`` (UltraRAG's default, which its clients always send) keeps the recorded one. It is for the dense part only:
 BM25 and the hybrid's query-length weighting see each query as sent. ``collection_name`` may be ``""``, the
 index directory's name or, on Milvus, its collection (or the alias over a server's generations); anything else
 is a 404, since this server holds one index.
 """
 
-import asyncio
 import json
 import re
 from dataclasses import dataclass
@@ -24,18 +26,21 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import Response
-from haystack import Document, Pipeline
+from haystack import Document
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K, check_unicode
+from needle.defaults import DEFAULT_TOP_K
 from needle.errors import NeedleError
 from needle.index.templates import fill_search_pipeline
 from needle.pipelines import files as pf
 from needle.pipelines.feed import SearchPlan
-from needle.search.searcher import BATCH_MODES, best_mode
-from needle.serve.pipelines import PROBE_QUERY, ServedPipelines, one_line, root_cause, share_stores
+from needle.pipelines.runner import SearchRunner
+from needle.search.searcher import best_mode
+from needle.serve.pipelines import ServedPipelines, one_line, probed_runner, root_cause
 from needle.serve.run import check_batch_size, check_request_query, off_loop, run_search
 
+INSTRUCTION_HELP = 'put in front of each query for the dense part only, replacing the index\'s own ("" keeps it)'
 GENERATION_SUFFIX = re.compile(r"_gen\d{6}$")  # a server collection's generation: NAME_genNNNNNN behind alias NAME
 
 
@@ -48,10 +53,8 @@ class UltraRAGSearchRequest(BaseModel):
         description=f"the queries, at most {MAX_QUERIES:,} (and {MAX_PASSAGES:,} passages, queries x top_k) per "
         "request, each 1 to 1 MiB characters, not blank",
     )
-    top_k: int = Field(default=5, ge=1, le=MAX_TOP_K, description="passages per query")
-    query_instruction: str = Field(
-        default="", max_length=MAX_QUERY_CHARS, description="put in front of each query for the dense part only"
-    )
+    top_k: int = Field(default=DEFAULT_TOP_K, ge=1, le=MAX_TOP_K, description="passages per query")
+    query_instruction: str = Field(default="", max_length=MAX_QUERY_CHARS, description=INSTRUCTION_HELP)
     collection_name: str = Field(default="", description='"" or this index\'s name (or its Milvus collection)')
 
 
@@ -63,22 +66,18 @@ class UltraRAGSearchResponse(BaseModel):
 
 @dataclass(frozen=True)
 class UltraRAGSearch:
-    """The pipeline ``/search`` runs (a batch pipeline where the mode has one) and the names it answers to."""
+    """The batch pipeline ``/search`` runs (its runner) and the names it answers to."""
 
     name: str
-    pipeline: Pipeline
-    plan: SearchPlan
-    batched: bool
+    runner: SearchRunner
     collections: frozenset[str]
 
     async def search(self, queries: list[str], top_k: int, instruction: str) -> list[list[Document]]:
-        """Top-k documents per query, in query order: one batch run, or one run per query (concurrently)."""
-        if self.batched:
-            result = await run_search(self.name, self.pipeline, self.plan, queries, top_k, instruction)
-            batches: list[list[Document]] = result[self.plan.answering]["documents"]
-            return batches
-        runs = [run_search(self.name, self.pipeline, self.plan, q, top_k, instruction) for q in queries]
-        return [result[self.plan.answering]["documents"] for result in await asyncio.gather(*runs)]
+        """Top-k documents per query, in query order, in one batch run; an empty INSTRUCTION keeps the index's."""
+        result = await run_search(self.name, self.runner, queries, top_k, instruction or None)
+        plan = self.runner.plan
+        batches: list[list[Document]] = result[plan.answering][plan.answer_socket]
+        return batches
 
 
 def collection_names(served: ServedPipelines) -> frozenset[str]:
@@ -90,29 +89,18 @@ def collection_names(served: ServedPipelines) -> frozenset[str]:
 
 
 def deploy_ultrarag(served: ServedPipelines, mode: str | None = None) -> UltraRAGSearch:
-    """Build, warm up and probe MODE's batch pipeline (default: the index's best mode), or reuse its served
-    pipeline when the mode has none."""
+    """Build, warm up and probe MODE's batch pipeline (default: the index's best mode) on the served stores."""
     manifest = served.manifest
     mode = mode or best_mode(manifest)
-    name = f"{mode}_search"
-    if mode not in BATCH_MODES[manifest.store]:
-        single = served.registry.get(name).pipeline
-        return UltraRAGSearch(name, single, served.plans[name], False, collection_names(served))
     name = f"{mode}_batch_search"
     try:
-        data = fill_search_pipeline(
-            served.index_dir, manifest, manifest.template(mode, batch=True), fusion=served.fusion
-        )
-        pipeline = pf.build(data)
-        share_stores(pipeline, served.stores)
-        pipeline.warm_up()
-        plan = SearchPlan.of(data, "queries")
-        pipeline.run(plan.feed([PROBE_QUERY], None), include_outputs_from={plan.answering})
+        data = fill_search_pipeline(served.index_dir, manifest, manifest.template(mode, batch=True), served.fusion)
+        runner = probed_runner(pf.build(data), SearchPlan.of(data, "queries"), served.stores)
     except Exception as error:
         cause = one_line(root_cause(error))
         where = f"pipeline {name} (UltraRAG /search)"
         raise NeedleError(f"{where} failed to deploy from {served.index_dir}: {cause}") from error
-    return UltraRAGSearch(name, pipeline, plan, True, collection_names(served))
+    return UltraRAGSearch(name, runner, collection_names(served))
 
 
 def check_search_request(request: UltraRAGSearchRequest, collections: frozenset[str]) -> None:

@@ -174,6 +174,20 @@ def test_query_instruction_prefix_and_suffix_are_sent_in_that_order(server: Embe
     np.testing.assert_allclose(embedding, vector_for("query: <why do cats purr>"))
 
 
+async def test_a_runs_instruction_replaces_the_init_one_and_none_keeps_it(server: EmbeddingServer) -> None:
+    single = OpenAITextEmbedder(**options(server, query_instruction="recorded: ", prefix="<"))
+    batch = OpenAIBatchTextEmbedder(**options(server, query_instruction="recorded: ", prefix="<"))
+    for instruction, sent in [(None, "recorded: <q"), ("asked: ", "asked: <q"), ("", "<q")]:
+        server.state.reset()
+        single.run(text="q", query_instruction=instruction)
+        await single.run_async(text="q", query_instruction=instruction)
+        batch.run(texts=["q"], query_instruction=instruction)
+        await batch.run_async(texts=["q"], query_instruction=instruction)
+        assert [entry["inputs"] for entry in server.state.log] == [[sent]] * 4
+    with pytest.raises(ValueError, match="query_instruction must be a string"):
+        batch.run(texts=["q"], query_instruction=["not", "a", "string"])  # type: ignore[arg-type]
+
+
 def test_document_texts_include_meta_fields_and_inputs_are_not_modified(server: EmbeddingServer) -> None:
     docs = [Document(id="same", content="body one", meta={"title": "T1"}), Document(id="same", content="body two")]
     embedder = OpenAIDocumentEmbedder(**options(server, meta_fields_to_embed=["title"], progress_bar=False))

@@ -75,6 +75,24 @@ def test_query_instruction_changes_the_embedding_exactly_like_a_prefix(minilm_pa
     assert not np.allclose(instructed, embed(QUERY, model=minilm_path), atol=1e-3)
 
 
+def test_a_runs_instruction_replaces_the_init_one_and_none_keeps_it(minilm_path: str) -> None:
+    single = SentenceTransformersTextEmbedder(model=minilm_path, query_instruction="recorded: ", progress_bar=False)
+    batch = SentenceTransformersBatchTextEmbedder(model=minilm_path, query_instruction="recorded: ", progress_bar=False)
+    for instruction, text in [(None, "recorded: " + QUERY), ("asked: ", "asked: " + QUERY), ("", QUERY)]:
+        expected = embed(text, model=minilm_path)  # no instruction of its own: exactly the text
+        np.testing.assert_array_equal(single.run(text=QUERY, query_instruction=instruction)["embedding"], expected)
+        rows = batch.run(texts=[QUERY, QUERY], query_instruction=instruction)["embeddings"]
+        np.testing.assert_allclose(rows, [expected, expected], atol=1e-6)
+    assert single.query_instruction == batch.query_instruction == "recorded: "  # the init value stays
+
+
+@pytest.mark.parametrize("cls", [SentenceTransformersTextEmbedder, SentenceTransformersBatchTextEmbedder])
+def test_a_runs_instruction_must_be_a_string(cls: type) -> None:
+    inputs = {"text": QUERY} if cls is SentenceTransformersTextEmbedder else {"texts": [QUERY]}
+    with pytest.raises(ValueError, match="query_instruction must be a string, got 3"):
+        cls().run(**inputs, query_instruction=3)  # refused before the model loads
+
+
 def test_prompt_name_selects_a_prompt_from_the_model_config(prompt_model: str) -> None:
     prompted = embed(QUERY, model=prompt_model, prompt_name="query")
     np.testing.assert_allclose(prompted, embed("query: " + QUERY, model=prompt_model), atol=1e-6)

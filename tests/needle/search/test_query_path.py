@@ -24,7 +24,7 @@ from components.retrievers.bm25.batch_candidate_retriever import BM25BatchCandid
 from components.retrievers.candidates import Candidates
 from components.retrievers.faiss.batch_candidate_retriever import FAISSBatchCandidateRetriever
 from components.stores.hits import collector_paused
-from needle.defaults import DEFAULT_MODEL, MODES
+from needle.defaults import DEFAULT_MODEL, DEFAULT_TOP_K, MODES
 from needle.index.build import build_index
 from needle.index.manifest import IndexManifest
 from needle.index.templates import fill_search_pipeline
@@ -60,9 +60,9 @@ def shown(documents: list[Document]) -> list[tuple[Any, ...]]:
     return [(d.id, d.score, d.content, d.meta) for d in documents]
 
 
-def single_reference(index: Path, mode: str, top_k: int) -> pf.QueryPipeline:
+def single_reference(index: Path, mode: str) -> pf.QueryPipeline:
     """The single-query pipeline with list embeddings, as before (MixRetrieveRanker, DocumentJoiner)."""
-    data = fill_search_pipeline(index, IndexManifest.load(index), mode, top_k)
+    data = fill_search_pipeline(index, IndexManifest.load(index), mode)
     if "embedder" in data["components"]:
         data["components"]["embedder"]["init_parameters"]["as_array"] = False
     return pf.QueryPipeline(data, mode)
@@ -71,7 +71,7 @@ def single_reference(index: Path, mode: str, top_k: int) -> pf.QueryPipeline:
 def batch_reference(index: Path, mode: str, top_k: int, queries: list[str]) -> list[list[Document]]:
     """The batch pipeline with Document lists between stages, as before; rrf: DocumentJoiner per query."""
     template = "hybrid_batch" if mode == "rrf" else f"{mode}_batch"
-    data = fill_search_pipeline(index, IndexManifest.load(index), template, top_k)
+    data = fill_search_pipeline(index, IndexManifest.load(index), template)
     components = data["components"]
     for name, spec in components.items():
         spec["type"] = OLD_TYPES.get(spec["type"].rsplit(".", 1)[1], spec["type"])
@@ -81,7 +81,7 @@ def batch_reference(index: Path, mode: str, top_k: int, queries: list[str]) -> l
         connection["sender"] = connection["sender"].replace(".candidates", ".documents")
         connection["receiver"] = connection["receiver"].replace("_candidates", "_documents")
     if mode != "rrf":
-        return pf.QueryPipeline(data, template, "queries").run(queries)
+        return pf.QueryPipeline(data, template, "queries").run(queries, top_k)
     for name in ("dense", "bm25"):
         components[name]["init_parameters"]["top_k"] = max(100, top_k)
     pipeline = pf.build(data)
@@ -98,9 +98,9 @@ def batch_reference(index: Path, mode: str, top_k: int, queries: list[str]) -> l
 @pytest.mark.parametrize("mode", MODES)
 def test_single_queries_answer_as_the_single_query_pipelines_did(index: Path, mode: str, top_k: int) -> None:
     searcher = Searcher(index, mode, top_k)
-    reference = single_reference(index, mode, top_k)
+    reference = single_reference(index, mode)
     for query in QUERIES:
-        expected = reference.run(query)
+        expected = reference.run(query, top_k)
         assert expected, f"{mode}: the reference finds nothing for {query!r}"
         assert shown(searcher.search([query])[0]) == shown(expected)
 
@@ -238,13 +238,13 @@ def test_rrf_joiner_k_sets_how_much_the_top_ranks_count() -> None:
 
 
 def test_new_components_and_as_array_survive_yaml(index: Path) -> None:
-    data = fill_search_pipeline(index, IndexManifest.load(index), "rrf_batch", 7)
+    data = fill_search_pipeline(index, IndexManifest.load(index), "rrf_batch")
     pipeline = pf.build(data)
     again = Pipeline.loads(yaml.safe_dump(yaml.safe_load(pipeline.dumps())))
     assert again.to_dict()["components"] == pipeline.to_dict()["components"]
     for name, kind in [("dense", FAISSBatchCandidateRetriever), ("bm25", BM25BatchCandidateRetriever)]:
         assert isinstance(again.get_component(name), kind)
-    assert again.get_component("joiner").to_dict() == RRFBatchJoiner(top_k=7).to_dict()
+    assert again.get_component("joiner").to_dict() == RRFBatchJoiner(top_k=DEFAULT_TOP_K).to_dict()
     embedder = again.get_component("embedder")
     assert isinstance(embedder, SentenceTransformersBatchTextEmbedder)
     assert embedder.as_array is True
@@ -265,14 +265,15 @@ DIRECT += [("hybrid", "query"), ("hybrid_batch", "queries"), ("rrf_batch", "quer
 def test_a_pipeline_of_our_components_run_directly_answers_as_pipeline_run(
     index: Path, template: str, socket: str
 ) -> None:
-    data = fill_search_pipeline(index, IndexManifest.load(index), template, 7)
+    data = fill_search_pipeline(index, IndexManifest.load(index), template)
     runner = pf.QueryPipeline(copy.deepcopy(data), template, socket, False)
     assert runner.direct is not None  # the shortcut is taken, not Pipeline.run
     feed = QUERIES if socket == "queries" else QUERIES[0]
     expected = pf.QueryPipeline(data, template, socket)
-    expected.direct = None
-    answers = runner.run(feed)  # never warmed up by the caller: the first direct run does it
-    pairs = zip(answers, expected.run(feed), strict=True) if socket == "queries" else [(answers, expected.run(feed))]
+    expected.runner.direct = None
+    answers = runner.run(feed, 7)  # never warmed up by the caller: the first direct run does it
+    theirs = expected.run(feed, 7)
+    pairs = zip(answers, theirs, strict=True) if socket == "queries" else [(answers, theirs)]
     for ours, theirs in pairs:
         assert ours, f"{template}: nothing found"
         assert shown(ours) == shown(theirs)
@@ -281,10 +282,10 @@ def test_a_pipeline_of_our_components_run_directly_answers_as_pipeline_run(
 
 
 def test_pipelines_that_need_haystacks_scheduler_keep_it(index: Path) -> None:
-    rrf = pf.QueryPipeline(fill_search_pipeline(index, IndexManifest.load(index), "rrf", 7), "rrf")
+    rrf = pf.QueryPipeline(fill_search_pipeline(index, IndexManifest.load(index), "rrf"), "rrf")
     assert rrf.direct is None  # Haystack's DocumentJoiner takes several senders on one socket
-    assert [d.id for d in rrf.run(QUERIES[0])]
-    data = fill_search_pipeline(index, IndexManifest.load(index), "bm25", 7)
+    assert len(rrf.run(QUERIES[0], 7)) == 7
+    data = fill_search_pipeline(index, IndexManifest.load(index), "bm25")
     data["components"]["order"] = {
         "type": "haystack.components.rankers.lost_in_the_middle.LostInTheMiddleRanker",
         "init_parameters": {},
@@ -293,8 +294,8 @@ def test_pipelines_that_need_haystacks_scheduler_keep_it(index: Path) -> None:
     data["outputs"]["documents"] = "order.documents"
     ordered = pf.QueryPipeline(data, "bm25")
     assert ordered.direct is None  # a component that is not one of ours may change its inputs
-    plain = pf.QueryPipeline(fill_search_pipeline(index, IndexManifest.load(index), "bm25", 7), "bm25")
-    assert sorted(d.id for d in ordered.run(QUERIES[0])) == sorted(d.id for d in plain.run(QUERIES[0]))
+    plain = pf.QueryPipeline(fill_search_pipeline(index, IndexManifest.load(index), "bm25"), "bm25")
+    assert sorted(d.id for d in ordered.run(QUERIES[0], 7)) == sorted(d.id for d in plain.run(QUERIES[0], 7))
 
 
 @pytest.mark.parametrize("template", ["bm25_index", "dense_index"])
