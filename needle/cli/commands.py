@@ -4,6 +4,7 @@
                 [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]] [--chunk-size N]
                 [--index-type flat|hnsw [--hnsw-m M] [--ef-construction N] [--ef-search N]]
     needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--fusion FILE|default] [--json]
+    needle search DIR --queries FILE [--output RUN.trec|RUN.jsonl] [--run-tag T] [--top-k K] [--json]
     needle index --config parameter.yaml [--out DIR]    (UltraRAG's retriever file: needle.ultrarag.config)
     needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
     needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
@@ -33,7 +34,7 @@ from pathlib import Path
 from components.checks import check_queries
 from needle.cli.options import EXIT_USAGE, quiet_lite_logging
 from needle.cli.parser import parser
-from needle.defaults import DEFAULT_TOP_K
+from needle.defaults import DEFAULT_TOP_K, RUN_DEPTH
 from needle.errors import NeedleError
 from needle.index.checks import check_corpus, check_readable
 
@@ -105,6 +106,9 @@ def cmd_search(args: argparse.Namespace) -> None:
     file's `query_instruction` replaces the one the index recorded (an empty one keeps the recorded one, as an
     UltraRAG request's empty instruction does on `needle serve`'s /search)."""
     index_dir, top_k, instruction = args.index_dir, args.top_k or DEFAULT_TOP_K, None
+    from needle.search.runs import batch_run
+
+    batch = batch_run(args)  # --queries FILE: read and checked before anything heavy loads
     if args.config is not None:  # the file names the index; the first positional is a query
         from needle.ultrarag.config import load_config, search_target
 
@@ -113,9 +117,12 @@ def cmd_search(args: argparse.Namespace) -> None:
         args.queries, top_k = [args.index_dir, *args.queries], args.top_k or config.top_k
         args.mode = args.mode or file_mode
         instruction = config.spec.settings.get("query_instruction") or None
-    if not args.queries:
-        raise NeedleError("the following arguments are required: QUERY")
-    check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
+    if batch is not None:
+        top_k = args.top_k or RUN_DEPTH
+    elif not args.queries:
+        raise NeedleError("the following arguments are required: QUERY (or --queries FILE)")
+    else:
+        check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
     check_readable(Path(index_dir))
     if args.mode != "bm25":
         quiet_model_loading()
@@ -126,6 +133,9 @@ def cmd_search(args: argparse.Namespace) -> None:
         Path(index_dir), args.mode, top_k, model=args.model, fusion=args.fusion, query_instruction=instruction
     )
     try:
+        if batch is not None:
+            batch.write(searcher)
+            return
         results = searcher.search(args.queries)
     finally:
         searcher.close()

@@ -18,7 +18,7 @@ from needle.cli.options import (
     port_number,
     top_k_number,
 )
-from needle.defaults import DEFAULT_CHUNK_SIZE, DEFAULT_MODEL, MODES, STORES
+from needle.defaults import DEFAULT_CHUNK_SIZE, DEFAULT_MODEL, DEFAULT_TOP_K, MODES, RUN_DEPTH, STORES
 from needle.index.dense_type import FLAGS, INDEX_TYPES, RANGES, DenseIndexType
 
 CONFIG_HELP = "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend, paths relative to it)"
@@ -121,7 +121,10 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("index_dir", help="directory made by `needle index`")
     se.add_argument("queries", nargs="*", metavar="QUERY")
     se.add_argument(
-        "--top-k", type=top_k_number, help=f"hits per query, 1-{MAX_TOP_K} (default 5, or top_k of --config)"
+        "--top-k",
+        type=top_k_number,
+        help=f"hits per query, 1-{MAX_TOP_K} (default {DEFAULT_TOP_K}, or top_k of --config; "
+        f"{RUN_DEPTH} with --queries)",
     )
     se.add_argument("--config", help=CONFIG_HELP + "; it names the index, so give only QUERY...")
     se.add_argument(
@@ -133,6 +136,7 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("--model", help="query model; must be the one the index was built with")
     se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
     add_fusion_flag(se, "search")
+    add_run_flags(se)
 
     ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset (nDCG@10, recall, MRR, MAP)")
     ev.add_argument("dataset_dir", nargs="?", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
@@ -198,6 +202,28 @@ def parser() -> argparse.ArgumentParser:
     mc.add_argument("--config", required=True, help=CONFIG_HELP)
     add_tune_parser(sub)
     return p
+
+
+def add_run_flags(se: argparse.ArgumentParser) -> None:
+    """`needle search --queries FILE [--output RUN] [--run-tag T]`: a batch run (``needle.search.runs``)."""
+    se.add_argument(
+        "--queries",
+        dest="queries_file",
+        metavar="FILE",
+        help="search every query of FILE instead of QUERY...: a BEIR queries.jsonl ({_id, text} lines), a "
+        "qid<TAB>text TSV or TREC topics (<top> <num> <title>), as Pyserini's --topics; prints a TREC run "
+        "(qid Q0 docid rank score tag, the retrieval scores) or, with --json, one JSON line a query "
+        '({"qid", "hits": [{"id", "score", "rank"}]}); --top-k defaults to 100 here',
+    )
+    se.add_argument(
+        "--output",
+        metavar="RUN",
+        help="with --queries: write the run to RUN (atomically) instead of stdout; RUN.jsonl: JSON lines, "
+        "any other name (run.trec, run.txt): a TREC run",
+    )
+    se.add_argument(
+        "--run-tag", metavar="TAG", help="with --queries: the TREC run's last column (default: the mode, e.g. bm25)"
+    )
 
 
 def add_index_type_flags(ix: argparse.ArgumentParser) -> None:

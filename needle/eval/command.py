@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from haystack import Document
 
+from needle.defaults import RUN_DEPTH
 from needle.errors import NeedleError
 from needle.eval import EvalResult, evaluate_run, load_beir, run_from_rankings
 from needle.eval.index_reuse import OpenedIndex, index_for_eval, open_for_eval
@@ -30,10 +32,10 @@ from needle.eval.timing import LATENCY_SAMPLE, Retrieve, check_latency_queries, 
 from needle.index.generations import embeddings_file
 from needle.pipelines import files as pf
 from needle.pipelines.fusion import FusionSetting, index_fusion
+from needle.search.runs import Ranking, check_output, run_label, write_run
 
-__all__ = ["DEPTH", "default_index_dir", "evaluate", "index_for_eval"]  # index_for_eval: for needle.tune.command
+__all__ = ["RUN_DEPTH", "default_index_dir", "evaluate", "index_for_eval"]  # index_for_eval: for needle.tune.command
 
-DEPTH = 100  # retrieve this many per query: Recall@100 and MAP@100 need them
 CACHE_ROOT = Path.home() / ".cache" / "needle" / "eval"
 
 
@@ -78,7 +80,7 @@ def pipeline_retrieval(pipeline: Path, store: str, fusion: FusionSetting | None)
     start = time.perf_counter()
     retrieve = pipeline_retriever(pipeline)
     took = time.perf_counter() - start
-    return Retrieval(retrieve, pipeline.stem, {"depth": DEPTH, "pipeline": str(pipeline)}, took)
+    return Retrieval(retrieve, pipeline.stem, {"depth": RUN_DEPTH, "pipeline": str(pipeline)}, took)
 
 
 def fuses(mode: str, store: str) -> bool:
@@ -94,11 +96,11 @@ def index_retrieval(
     FUSION (None: the index's own)."""
     index_dir = index_dir or default_index_dir(corpus, store)
     seed = embeddings_file(default_index_dir(corpus)) if store != "faiss" else None
-    opened = open_for_eval(corpus, index_dir, mode, model, DEPTH, store, seed, fusion)
+    opened = open_for_eval(corpus, index_dir, mode, model, RUN_DEPTH, store, seed, fusion)
     embedded = mode != "bm25" or store != "faiss"
-    params: dict[str, int | str | None] = {"depth": DEPTH, "model": model if embedded else None}
+    params: dict[str, int | str | None] = {"depth": RUN_DEPTH, "model": model if embedded else None}
     params.update(index_dir=str(index_dir), store=store)
-    label = mode if store == "faiss" else f"{store}-{mode}"
+    label = run_label(mode, store)
     used = (fusion or index_fusion(index_dir)) if fuses(mode, store) else None
     return Retrieval(opened.searcher.search, label, params, opened.model_load_seconds, opened, used)
 
@@ -122,20 +124,25 @@ def evaluate(
     The searches are timed apart from building the index and loading the models (``needle.eval.timing``);
     the rankings scored are those of the batched throughput pass, and at most LATENCY_QUERIES queries are then
     timed alone (0: none; None: ``LATENCY_SAMPLE``). FUSION (``needle.fusion.fusion_option``) replaces the
-    index's own fusion setting for this run; the result records the one searched with.
+    index's own fusion setting for this run; the result records the one searched with. RUN_FILE receives the
+    scored rankings as a TREC run with their retrieval scores (``needle.search.runs``, the writer of `needle search
+    --queries`).
     """
     latency = check_latency_queries(LATENCY_SAMPLE if latency_queries is None else latency_queries)
+    if run_file is not None:
+        check_output(run_file, "--run-file")
     dataset = load_beir(dataset_dir, split)
     if pipeline is not None:
         retrieval = pipeline_retrieval(pipeline, store, fusion)
     else:
         retrieval = index_retrieval(dataset.corpus_path, mode, store, model, index_dir, fusion)
+    kept = None if run_file is None else KeptAnswers(retrieval.retrieve)
     try:
-        rankings, timings = time_searches(retrieval.retrieve, dataset.queries, retrieval.label, latency)
+        rankings, timings = time_searches(kept or retrieval.retrieve, dataset.queries, retrieval.label, latency)
     finally:
         retrieval.close()
-    if run_file is not None:
-        write_trec_run(rankings, run_file, retrieval.label)
+    if kept is not None and run_file is not None:
+        write_run(run_file, kept.scored(rankings, dataset.queries).items(), "trec", retrieval.label)
     opened = retrieval.opened
     return EvalResult.from_scores(
         evaluate_run(run_from_rankings(rankings), dataset.qrels),
@@ -154,9 +161,29 @@ def evaluate(
     )
 
 
-def write_trec_run(rankings: dict[str, list[str]], path: Path, tag: str) -> None:
-    """Write the run in TREC format (qid Q0 docid rank score tag), so any trec_eval tool can re-score it."""
-    with path.open("w", encoding="utf-8") as f:
-        for qid, doc_ids in rankings.items():
-            for rank, doc_id in enumerate(doc_ids, 1):
-                f.write(f"{qid} Q0 {doc_id} {rank} {len(doc_ids) - rank + 1} {tag}\n")
+class KeptAnswers:
+    """A retrieve function that keeps the (doc id, score) lists it answered, by query text, so that the run file
+    holds the retrieval scores of exactly the rankings scored (``scored``).
+
+    ``time_searches`` hands back doc ids only, and asks the same text more than once (a warm-up, the batch pass,
+    the latency pass); every answer is kept, and ``scored`` picks for each query the one whose ids are its ranking.
+    """
+
+    def __init__(self, retrieve: Retrieve) -> None:
+        self.retrieve = retrieve
+        self.answers: dict[str, list[Ranking]] = {}
+
+    def __call__(self, texts: list[str]) -> list[list[Document]]:
+        """Answer TEXTS through the wrapped retrieve function, keeping every answer's ids and scores."""
+        results = self.retrieve(texts)
+        for text, docs in zip(texts, results, strict=True):
+            self.answers.setdefault(text, []).append([(d.id, d.score) for d in docs])
+        return results
+
+    def scored(self, rankings: dict[str, list[str]], queries: dict[str, str]) -> dict[str, Ranking]:
+        """Each query's ranking (doc ids) with the scores it was returned with."""
+        return {qid: self._match(queries[qid], ids) for qid, ids in rankings.items()}
+
+    def _match(self, text: str, ids: list[str]) -> Ranking:
+        """The kept answer to TEXT whose doc ids are IDS, in order."""
+        return next(answer for answer in self.answers[text] if [doc_id for doc_id, _ in answer] == ids)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components.joiners.rrf_batch_joiner import RRF_K
+from needle.defaults import RUN_DEPTH
 from needle.errors import NeedleError
 from needle.index.generations import take_lock
 from needle.index.manifest import IndexManifest
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from needle.eval import BeirDataset
     from needle.tune.fit import CandidateMatrices
 
-DEPTH = 100  # candidates per side, as the hybrid pipelines retrieve
 BATCH = 64  # queries per search call
 TEST_SPLIT = "test"  # the split `needle eval` scores by default
 
@@ -134,7 +134,7 @@ def fetch(index_dir: Path, dataset: "BeirDataset") -> "CandidateMatrices":
     texts = list(dataset.queries.values())
     sides = []
     for mode in ("dense", "bm25"):
-        searcher = Searcher(index_dir, mode=mode, top_k=DEPTH)
+        searcher = Searcher(index_dir, mode=mode, top_k=RUN_DEPTH)
         try:
             sides.append([docs for i in range(0, len(texts), BATCH) for docs in searcher.search(texts[i : i + BATCH])])
         finally:
@@ -155,12 +155,12 @@ def scores(
     return {
         "queries": len(ids),
         "mix": {
-            "default": score(rankings(c, mix_scores(c, Mix()), DEPTH)),
-            "tuned": score(rankings(c, mix_scores(c, mix), DEPTH)),
+            "default": score(rankings(c, mix_scores(c, Mix()), RUN_DEPTH)),
+            "tuned": score(rankings(c, mix_scores(c, mix), RUN_DEPTH)),
         },
         "rrf": {
-            "default": score(rankings(c, rrf_scores(c, RRF_K), DEPTH, c.rrf_position)),
-            "tuned": score(rankings(c, rrf_scores(c, k), DEPTH, c.rrf_position)),
+            "default": score(rankings(c, rrf_scores(c, RRF_K), RUN_DEPTH, c.rrf_position)),
+            "tuned": score(rankings(c, rrf_scores(c, k), RUN_DEPTH, c.rrf_position)),
         },
     }
 
