@@ -61,15 +61,8 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
     return number
 
 
-def top_k_number(text: str) -> int:
-    """argparse type: hits per query, an integer in [1, MAX_TOP_K] (the range every retriever accepts)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer in [1, {MAX_TOP_K}], got {text!r}") from None
-    if not 1 <= value <= MAX_TOP_K:
-        raise argparse.ArgumentTypeError(f"must be an integer in [1, {MAX_TOP_K}], got {value}")
-    return value
+# argparse type: hits per query, the range every retriever accepts (components.checks.check_top_k's).
+top_k_number = int_in(1, MAX_TOP_K)
 
 
 def chunk_size_number(text: str) -> int:

@@ -23,8 +23,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from components.checks import MAX_TOP_K
 from components.retrievers.remote import UltraRAGRemoteBatchRetriever
 from components.websearch import WebBatchSearch
+from needle.defaults import DEFAULT_TOP_K
 from needle.serve.mcp_tools import (
     WEB_PROVIDERS,
     BatchPassages,
@@ -148,13 +150,13 @@ def provider_tool(web: WebTools, provider: str) -> Any:
 
 
 def deploy_search_tool(web: WebTools) -> Any:
-    """``retriever_deploy_search(retriever_url, query_list, top_k=5, query_instruction="")`` over the remote
+    """``retriever_deploy_search(retriever_url, query_list, top_k=DEFAULT_TOP_K, query_instruction="")`` over the remote
     retriever (timeouts, retries, checked answers)."""
 
     async def search(
         retriever_url: Annotated[str, Field(description="a server speaking UltraRAG's POST /search")],
         query_list: Queries,
-        top_k: Annotated[int, Field(ge=1, le=10_000)] = 5,
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = DEFAULT_TOP_K,
         query_instruction: Instruction = "",
     ) -> Passages:
         """Ask a deployed retriever server (UltraRAG's or needle serve's) for passages per query."""

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from haystack.utils import Secret
 
+from components.checks import MAX_TOP_K
 from components.embedders.embedder_factory import (
     OPTIONAL_STRING,
     OPTIONS,
@@ -61,7 +62,7 @@ from components.embedders.embedder_factory import (
     options_block,
 )
 from components.embedders.embedding_file import copy_embeddings
-from needle.defaults import DEFAULT_MODEL
+from needle.defaults import DEFAULT_MODEL, DEFAULT_TOP_K
 from needle.errors import NeedleError
 from needle.index.build import StoreChoice, build_index
 from needle.index.generations import EMBEDDINGS
@@ -266,7 +267,7 @@ def _checked(path: Path, data: dict[str, Any]) -> UltraRAGConfig:
         spec=spec,
         index_dir=_index_dir(base, data, backend, index_backend, chosen, embedding),
         target=chosen.target,
-        top_k=int_value(data, "top_k", 5),
+        top_k=int_value(data, "top_k", DEFAULT_TOP_K, MAX_TOP_K),
         overwrite=bool_value(data, "overwrite"),
         multimodal=multimodal,
         options=IndexOptions(duplicate_ids="position", store_settings=chosen.settings),

@@ -119,7 +119,8 @@ def test_milvus_index_backend_drives_index_and_search(workdir: Path, capsys: pyt
         ),
         ({"retrieve_thread_num": 0}, r"retrieve_thread_num must be an integer in \[1, 64\]"),
         ({"is_multimodal": True, "backend": "openai"}, "is_multimodal: true needs backend sentence_transformers"),
-        ({"top_k": 0}, "top_k must be an integer >= 1"),
+        ({"top_k": 0}, r"top_k must be an integer in \[1, 10000\]"),
+        ({"top_k": 20_000}, r"top_k must be an integer in \[1, 10000\], got 20000"),
         ({"embedding_path": "embedding/vectors.bin"}, "embedding_path must end with .npy"),
     ],
 )
