@@ -1,9 +1,9 @@
 """BM25 speed on one core: needle's BM25 index searched through ``Searcher`` vs raw bm25s (numba), PISA, tantivy.
 
-Ours: ``needle.indexing.build_index`` (BM25 only, the default tokenizer) into a temporary directory, searched with
-``needle.search.Searcher(DIR, "bm25", top_k)``: the YAML batch pipeline, new Haystack Documents out (content and
-meta read from the saved index), its retriever on one thread (``n_threads: 1``). Raw bm25s: the same passages
-(``iter_corpus``, as the index reader reads them), ``bm25s.tokenize`` (English stopwords, Snowball stemmer) and
+Ours: ``needle.index.build.build_index`` (BM25 only, the default tokenizer) into a temporary directory, searched
+with ``needle.search.searcher.Searcher(DIR, "bm25", top_k)``: the YAML batch pipeline, new Haystack Documents out
+(content and meta read from the saved index), its retriever on one thread (``n_threads: 1``). Raw bm25s: the same
+passages (``iter_corpus``, as the index reader reads them), ``bm25s.tokenize`` (English stopwords, Snowball stemmer) and
 ``BM25(method="lucene", k1=0.9, b=0.4, backend="numba")``, ``retrieve(n_threads=1)``; its hits with a score become
 Haystack Documents the cheapest way (the stored fields copied into a new object with the score and its own meta,
 the collector off meanwhile), since a retriever must return Documents. The note gives the ratio against raw bm25s

@@ -1,6 +1,7 @@
-"""End-to-end query speed: ``needle.search.Searcher`` (the YAML pipelines) vs the raw libraries doing the same work.
+"""End-to-end query speed: ``needle.search.searcher.Searcher`` (the YAML pipelines) vs the raw libraries doing the
+same work.
 
-Ours: an index built by ``needle.indexing.build_index`` (dense + BM25) in a temporary directory, searched through
+Ours: an index built by ``needle.index.build.build_index`` (dense + BM25) in a temporary directory, searched through
 ``Searcher`` in each mode. Raw: the same model loaded by sentence-transformers (``encode``), a faiss
 ``IndexFlatIP`` over the index's own embeddings, bm25s with the same settings, tokenizer and scoring backend as
 our store, and the corpus held in a Python list; hybrid and rrf raw run both searches (100 candidates each) and

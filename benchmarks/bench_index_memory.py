@@ -8,7 +8,7 @@ into a fresh directory:
 * one-shot: pipelines/bm25_index.yaml and dense_index.yaml run once over the whole corpus, as `needle index` did
   before it streamed (the reader's list of every Document, the embedder's matrix and per-Document embedding
   lists, one store write);
-* streamed: ``needle.indexing.build_index`` as `needle index` runs now, with ``--chunk-size`` 1,000 (small) or
+* streamed: ``needle.index.build.build_index`` as `needle index` runs now, with ``--chunk-size`` 1,000 (small) or
   10,000 (medium, large).
 
 The dense builds use a tiny sentence-transformers model (2-layer BERT, hidden size 32, random weights, MiniLM's

@@ -1,5 +1,5 @@
 """Load on `needle serve`: a bounded number of searches at a fixed concurrency to the served bm25, dense and hybrid
-pipelines and to UltraRAG's /search, beside the same searches run in process (``needle.search.Searcher``).
+pipelines and to UltraRAG's /search, beside the same searches run in process (``needle.search.searcher.Searcher``).
 
     python benchmarks/bench_serve.py [--index DIR] [--requests 2000] [--concurrency 16] [--small] [--json OUT]
 

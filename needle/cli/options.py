@@ -82,8 +82,8 @@ def port_number(text: str) -> int:
 
 
 def fusion_option(value: str) -> "FusionSetting":
-    """argparse type of ``--fusion FILE|default``: ``needle.fusion.fusion_option``, imported only when the flag is
-    given (it reads the file, with the joiners' limits)."""
+    """argparse type of ``--fusion FILE|default``: ``needle.pipelines.fusion.fusion_option``, imported only when the
+    flag is given (it reads the file, with the joiners' limits)."""
     from needle.pipelines import fusion
 
     return fusion.fusion_option(value)

@@ -25,7 +25,7 @@ CONFIG_HELP = "UltraRAG's retriever parameter.yaml (backend, backend_configs, in
 
 
 def add_fusion_flag(command: argparse.ArgumentParser, what: str) -> None:
-    """``--fusion FILE|default`` (``needle.fusion.fusion_option``): the fusion parameters of this run only."""
+    """``--fusion FILE|default`` (``needle.pipelines.fusion.fusion_option``): the fusion parameters of this run only."""
     command.add_argument(
         "--fusion",
         type=fusion_option,

@@ -123,7 +123,7 @@ def evaluate(
 
     The searches are timed apart from building the index and loading the models (``needle.eval.timing``);
     the rankings scored are those of the batched throughput pass, and at most LATENCY_QUERIES queries are then
-    timed alone (0: none; None: ``LATENCY_SAMPLE``). FUSION (``needle.fusion.fusion_option``) replaces the
+    timed alone (0: none; None: ``LATENCY_SAMPLE``). FUSION (``needle.pipelines.fusion.fusion_option``) replaces the
     index's own fusion setting for this run; the result records the one searched with. RUN_FILE receives the
     scored rankings as a TREC run with their retrieval scores (``needle.search.runs``, the writer of `needle search
     --queries`).

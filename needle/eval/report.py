@@ -105,7 +105,7 @@ class EvalResult:
 
         ``timings`` (``needle.eval.timing``) fills the warm-up and latency fields; its ``queries_per_second``
         is used when the ``queries_per_second`` argument is None. ``fusion``: the fusion setting's record
-        (``needle.fusion.FusionSetting.record``), None when the run fuses nothing.
+        (``needle.pipelines.fusion.FusionSetting.record``), None when the run fuses nothing.
         """
         return cls(
             name=name,

@@ -1,7 +1,7 @@
 """Hayhooks' own server over a needle index: the pipeline wrapper behind each ``hayhooks/<mode>_search/`` directory.
 
 `needle index` writes, beside each generation's ``<mode>_search.yaml``, ``hayhooks/<mode>_search/pipeline_wrapper.py``
-(``needle.index_dir.save_hayhooks_wrapper``): a subclass of :class:`SearchPipelineWrapper` naming that file. So
+(``needle.index.templates.save_hayhooks_wrapper``): a subclass of :class:`SearchPipelineWrapper` naming that file. So
 
     hayhooks run --pipelines-dir DIR/gen-NNNNNN/hayhooks
 

@@ -38,7 +38,7 @@ from needle.ultrarag.keys import take_literal
 INDEX_BACKENDS = ("faiss", "milvus")
 FAISS_KEYS = (*FAISS_SETTINGS, "index_path")
 MILVUS_KEYS = ("uri", "token", "collection_name", "metric_type", *MILVUS_SETTINGS)
-METRIC = "IP"  # the metric of every needle Milvus collection (needle.milvus_index.store_params)
+METRIC = "IP"  # the metric of every needle Milvus collection (needle.index.milvus_place.store_params)
 SEARCH_PARAM_KEYS = ("metric_type", "params")
 # The type of every key of both blocks (null: the store's default, as UltraRAG leaves it out).
 TYPES: dict[str, dict[str, OptionType]] = {

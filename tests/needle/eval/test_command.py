@@ -23,14 +23,14 @@ HELD_EVAL = textwrap.dedent(
     from pathlib import Path
     import needle.index.build
     release = Path(sys.argv[1])
-    write = needle.indexing.Build.write
+    write = needle.index.build.Build.write
     def held_write(self, partial):
         Path(sys.argv[1] + ".building").touch()
         end = time.monotonic() + 300
         while not release.exists() and time.monotonic() < end:
             time.sleep(0.05)
         return write(self, partial)
-    needle.indexing.Build.write = held_write
+    needle.index.build.Build.write = held_write
     from needle.cli import main
     sys.exit(main(sys.argv[2:]))
     """
