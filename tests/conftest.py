@@ -29,3 +29,14 @@ def scifact_dir() -> Path:
     if not (SCIFACT / "corpus.jsonl").exists():
         pytest.skip("SciFact data not found at ../shared/data/scifact")
     return SCIFACT
+
+
+@pytest.fixture(scope="session")
+def tiny_model(minilm_path: str) -> str:
+    """A 2-layer BERT with hidden size 32 (random, seeded), mean-pooled and normalised, with MiniLM's tokenizer:
+    a sentence-transformers model that encodes hundreds of passages in about a second."""
+    from tests.support.model_home import MODELS
+    from tests.support.tiny_bert import build_bert
+
+    target = MODELS / "tiny-bert-32-st"
+    return str(build_bert(target, tokenizer_from=minilm_path, hidden=32, heads=2, intermediate=64, max_seq_length=64))

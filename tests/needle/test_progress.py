@@ -5,9 +5,7 @@ dense part uses a tiny BERT (hidden size 32, MiniLM's tokenizer) so that 300 pas
 """
 
 import io
-import json
 import os
-import random
 import re
 import subprocess
 import sys
@@ -22,9 +20,8 @@ from components.embedders.openai_document_embedder import OpenAIDocumentEmbedder
 from components.embedders.sentence_transformers_document_embedder import SentenceTransformersDocumentEmbedder
 from needle import progress
 from needle.progress import INTERVAL_VARIABLE, Progress, track
-from tests.support.model_home import MODELS
 from tests.support.servers.openai_compatible import serving
-from tests.support.tiny_bert import build_bert
+from tests.support.words import write_words_corpus
 
 NEEDLE = str(Path(sys.executable).with_name("needle"))
 LINES = 300
@@ -32,23 +29,9 @@ ENCODING = re.compile(r"needle: indexing \(dense\): encoding ([\d,]+)/300 docs \
 
 
 @pytest.fixture(scope="module")
-def tiny_model(minilm_path: str) -> str:
-    """A 2-layer BERT with hidden size 32 (random, seeded), mean-pooled and normalised, with MiniLM's tokenizer."""
-    target = MODELS / "tiny-bert-32-st"
-    return str(build_bert(target, tokenizer_from=minilm_path, hidden=32, heads=2, intermediate=64, max_seq_length=64))
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """300 UltraRAG lines of random words."""
-    rng = random.Random(0)
-    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
-    words = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "paper", "light", "sound", "tree"]
-    with path.open("w", encoding="utf-8") as f:
-        for i in range(LINES):
-            text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 40)))
-            f.write(json.dumps({"id": f"d{i}", "contents": text}) + "\n")
-    return path
+    return write_words_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl", LINES)
 
 
 def index_through_a_pipe(corpus: Path, out: Path, model: str) -> tuple[list[str], str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from needle.cli import main
-from tests.support.beir import write_sample_corpus
+from tests.support.beir import SAMPLE_QUERIES, write_sample_dataset
 from tests.support.paths import REPO
 
 # `needle eval` whose index build stops, inside the writer lock, until the file argv[1] exists (it first touches
@@ -36,28 +36,13 @@ HELD_EVAL = textwrap.dedent(
     """
 )
 
-QUERIES = {
-    "q1": ("parse command line arguments and options", "argparse-0"),
-    "q2": ("read and write ZIP archive files", "zipfile-0"),
-    "q3": ("gzip compressed files", "gzip-0"),
-    "q4": ("regular expression matching operations", "re-0"),
-    "q5": ("comma separated values reading and writing", "csv-0"),
-    "q6": ("DB-API interface to SQLite databases", "sqlite3-0"),
-}
+QUERIES = SAMPLE_QUERIES
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A BEIR dir: the first passage of every sample module as corpus, six queries with one relevant each."""
-    root = tmp_path_factory.mktemp("beir") / "pydocs"
-    write_sample_corpus(root)
-    with (root / "queries.jsonl").open("w") as f:
-        for qid, (text, _) in QUERIES.items():
-            f.write(json.dumps({"_id": qid, "text": text}) + "\n")
-        f.write(json.dumps({"_id": "unjudged", "text": "not in the qrels"}) + "\n")
-    rows = [f"{qid}\t{doc}\t1" for qid, (_, doc) in QUERIES.items()]
-    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n")
-    return root
+    return write_sample_dataset(tmp_path_factory.mktemp("beir") / "pydocs", QUERIES, unjudged="not in the qrels")
 
 
 @pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])

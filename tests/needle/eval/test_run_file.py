@@ -12,25 +12,14 @@ import pytrec_eval
 
 from needle.cli import main
 from needle.search.searcher import Searcher
-from tests.support.beir import write_sample_corpus
+from tests.support.beir import SAMPLE_QUERIES, write_sample_dataset
 
-QUERIES = {
-    "q1": ("parse command line arguments and options", "argparse-0"),
-    "q2": ("read and write ZIP archive files", "zipfile-0"),
-    "q3": ("gzip compressed files", "gzip-0"),
-    "q4": ("regular expression matching operations", "re-0"),
-}
+QUERIES = {qid: SAMPLE_QUERIES[qid] for qid in ("q1", "q2", "q3", "q4")}
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = write_sample_corpus(tmp_path_factory.mktemp("beir") / "pydocs")
-    (root / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, (t, _) in QUERIES.items())
-    )
-    rows = "".join(f"{qid}\t{doc}\t1\n" for qid, (_, doc) in QUERIES.items())
-    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows)
-    return root
+    return write_sample_dataset(tmp_path_factory.mktemp("beir") / "pydocs", QUERIES)
 
 
 def test_the_run_file_holds_the_retrieval_scores_and_scores_as_eval_does(dataset: Path, tmp_path: Path) -> None:

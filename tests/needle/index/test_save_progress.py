@@ -7,7 +7,6 @@ so that a line comes with every report however quick these small builds are. The
 
 import json
 import os
-import random
 import re
 import subprocess
 import sys
@@ -17,8 +16,7 @@ import pytest
 
 from needle.progress import INTERVAL_VARIABLE
 from tests.support.clip import PAIRS, build_clip, toy_image
-from tests.support.model_home import MODELS
-from tests.support.tiny_bert import build_bert
+from tests.support.words import write_words_corpus
 
 NEEDLE = str(Path(sys.executable).with_name("needle"))
 LINES = 300
@@ -28,22 +26,9 @@ STAGE = re.compile(r"needle: saving \((\w+)\): ([a-z ]+?) ([\d,]+)/([\d,]+) docs
 
 
 @pytest.fixture(scope="module")
-def tiny_model(minilm_path: str) -> str:
-    """A 2-layer BERT with hidden size 32 (random, seeded), mean-pooled and normalised, with MiniLM's tokenizer."""
-    target = MODELS / "tiny-bert-32-st"
-    return str(build_bert(target, tokenizer_from=minilm_path, hidden=32, heads=2, intermediate=64, max_seq_length=64))
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """300 UltraRAG lines of random words."""
-    rng = random.Random(0)
-    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
-    with path.open("w", encoding="utf-8") as f:
-        for i in range(LINES):
-            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 40)))
-            f.write(json.dumps({"id": f"d{i}", "contents": text}) + "\n")
-    return path
+    return write_words_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl", LINES)
 
 
 def index_through_a_pipe(*args: str) -> list[str]:

@@ -27,8 +27,6 @@ from needle.cli import main
 from needle.errors import NeedleError
 from needle.index.build import build_index
 from needle.pipelines import files as pf
-from tests.support.model_home import MODELS
-from tests.support.tiny_bert import build_bert
 
 NEEDLE = str(Path(sys.executable).with_name("needle"))
 WORDS = [
@@ -51,13 +49,6 @@ WORDS = [
 ]
 QUERIES = ["river stone", "paper light cloud", "storm code", "glass metal field"]
 N = 1_100  # > 2 encode chunks of 512, and not a multiple of any chunk size used here
-
-
-@pytest.fixture(scope="session")
-def tiny_model(minilm_path: str) -> str:
-    """A 2-layer BERT with hidden size 32 (random, seeded), mean-pooled and normalised, with MiniLM's tokenizer."""
-    target = MODELS / "tiny-bert-32-st"
-    return str(build_bert(target, tokenizer_from=minilm_path, hidden=32, heads=2, intermediate=64, max_seq_length=64))
 
 
 def write_corpus(path: Path, n: int, seed: int = 0, bad_line: int | None = None) -> Path:
