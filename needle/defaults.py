@@ -9,6 +9,7 @@ MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fus
 STORES = ("faiss", "milvus")  # faiss: FAISS (+ bm25s with --bm25); milvus: one Milvus collection for every part
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_TOP_K = 5  # hits per query when a command, a request or a pipeline file names none
+QUERY_BATCH = 64  # queries per pipeline run of `needle search` (--batch-size): one run's overhead shared by many
 RUN_DEPTH = 100  # hits per query of a TREC run (search --queries, eval, tune) unless --top-k says otherwise
 DEFAULT_CHUNK_SIZE = 10_000
 # An index directory's live-generation pointer: components.stores.crash_safe_generations.POINTER, named here too

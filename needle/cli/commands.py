@@ -3,9 +3,11 @@
     needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
                 [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]] [--chunk-size N]
                 [--index-type flat|hnsw [--hnsw-m M] [--ef-construction N] [--ef-search N]]
+                [--batch-size N] [--threads N]
     needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--fusion FILE|default] [--json]
+                [--batch-size N] [--threads N]
     needle search DIR --queries FILE [--output RUN.trec|RUN.jsonl] [--run-tag T] [--top-k K] [--json]
-    needle index --config parameter.yaml [--out DIR]    (UltraRAG's retriever file: needle.ultrarag.config)
+    needle index --config parameter.yaml [--out DIR] [--batch-size N] [--threads N]    (needle.ultrarag.config)
     needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
     needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
@@ -32,9 +34,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from components.checks import check_queries
-from needle.cli.options import EXIT_USAGE, quiet_lite_logging
+from needle.cli.options import EXIT_USAGE, limit_threads, quiet_lite_logging
 from needle.cli.parser import parser
-from needle.defaults import DEFAULT_TOP_K, RUN_DEPTH
+from needle.defaults import DEFAULT_TOP_K, QUERY_BATCH, RUN_DEPTH
 from needle.errors import NeedleError
 from needle.index.checks import check_corpus, check_readable
 
@@ -54,7 +56,10 @@ def cmd_index(args: argparse.Namespace) -> None:
         raise NeedleError("--bm25-tokenizer needs --bm25 and --store faiss (Milvus's BM25 uses its own analyzers)")
     if args.store == "faiss" and (args.uri is not None or args.collection is not None):
         raise NeedleError("--uri and --collection need --store milvus (FAISS keeps its index inside --out)")
+    if args.no_dense and args.batch_size is not None:
+        raise NeedleError("--batch-size sets the document embedder's batch: --no-dense embeds nothing")
     check_corpus(Path(args.corpus))
+    limit_threads(args.threads)
     from needle.index.build import StoreChoice, build_index
     from needle.index.dense_type import DenseIndexType
     from needle.index.options import IndexOptions
@@ -75,6 +80,7 @@ def cmd_index(args: argparse.Namespace) -> None:
         options=IndexOptions(
             duplicate_ids=args.duplicate_ids,
             bm25_tokenizer=None if args.bm25_tokenizer == "bm25s" else args.bm25_tokenizer,
+            batch_size=args.batch_size,
         ),
     )
     took = time.perf_counter() - start
@@ -88,12 +94,16 @@ def cmd_index(args: argparse.Namespace) -> None:
 
 
 def index_with_config(args: argparse.Namespace) -> None:
-    """`needle index --config parameter.yaml [--out DIR]`: UltraRAG's retriever file drives the build."""
+    """`needle index --config parameter.yaml [--out DIR]`: UltraRAG's retriever file drives the build; --batch-size
+    replaces the file's ``batch_size``."""
     from needle.ultrarag import config as ultrarag_config
 
     ultrarag_config.check_no_flags(vars(args))
+    limit_threads(args.threads)
+    overrides = None if args.batch_size is None else {"batch_size": args.batch_size}
     start = time.perf_counter()
-    manifest, out = ultrarag_config.index_with_config(Path(args.config), Path(args.out) if args.out else None)
+    out_dir = Path(args.out) if args.out else None
+    manifest, out = ultrarag_config.index_with_config(Path(args.config), out_dir, overrides)
     took = time.perf_counter() - start
     print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {out} in {took:.1f}s")
 
@@ -106,7 +116,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     file's `query_instruction` replaces the one the index recorded (an empty one keeps the recorded one, as an
     UltraRAG request's empty instruction does on `needle serve`'s /search)."""
     index_dir, top_k, instruction = args.index_dir, args.top_k or DEFAULT_TOP_K, None
-    from needle.search.runs import batch_run
+    from needle.search.runs import batch_run, search_in_batches
 
     batch = batch_run(args)  # --queries FILE: read and checked before anything heavy loads
     if args.config is not None:  # the file names the index; the first positional is a query
@@ -124,19 +134,22 @@ def cmd_search(args: argparse.Namespace) -> None:
     else:
         check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
     check_readable(Path(index_dir))
+    limit_threads(args.threads)
     if args.mode != "bm25":
         quiet_model_loading()
     from needle.search.hits import as_hits
     from needle.search.searcher import Searcher
 
     searcher = Searcher(
-        Path(index_dir), args.mode, top_k, model=args.model, fusion=args.fusion, query_instruction=instruction
-    )
+        Path(index_dir), args.mode, top_k, model=args.model, fusion=args.fusion, query_instruction=instruction,
+        bm25_threads=args.threads,
+    )  # fmt: skip
+    size = args.batch_size or QUERY_BATCH
     try:
         if batch is not None:
-            batch.write(searcher)
+            batch.write(searcher, size)
             return
-        results = searcher.search(args.queries)
+        results = list(search_in_batches(searcher, args.queries, size))
     finally:
         searcher.close()
     if args.json:

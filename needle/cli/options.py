@@ -7,11 +7,12 @@
 import argparse
 import logging
 import os
+import sys
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-from components.checks import MAX_TOP_K
+from components.checks import MAX_QUERIES, MAX_TOP_K
 from needle.defaults import DISTRIBUTION
 from needle.errors import NeedleError
 from needle.index.checks import check_chunk_size
@@ -63,6 +64,37 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
 
 # argparse type: hits per query, the range every retriever accepts (components.checks.check_top_k's).
 top_k_number = int_in(1, MAX_TOP_K)
+MAX_EMBED_BATCH = 65_536  # texts (images) per encode batch: the image embedder's own limit, the largest of any
+# argparse types: `needle index --batch-size` (texts per encode batch) and `needle search --batch-size` (queries per
+# pipeline run, at most what one run takes: components.checks.MAX_QUERIES).
+embed_batch_number = int_in(1, MAX_EMBED_BATCH)
+query_batch_number = int_in(1, MAX_QUERIES)
+MAX_THREADS = 1024
+thread_number = int_in(1, MAX_THREADS)  # argparse type of --threads
+# What OpenMP (torch's and FAISS's, and FAISS's OpenBLAS), MKL and OpenBLAS read once, when they load.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def limit_threads(threads: int | None) -> None:
+    """`--threads N`: the CPU threads of this process's torch (encoding) and FAISS (search, HNSW build) work.
+
+    Nothing is imported for it, so a BM25 search still loads no model library: the environment variables
+    ``THREAD_VARIABLES`` are set for the libraries that load later in this process (torch and FAISS read them when
+    they load), and a library that is loaded already (a caller's, or a test's) is told through its own setter
+    (``torch.set_num_threads``, ``faiss.omp_set_num_threads``). BM25 scoring is the BM25 retrievers' ``n_threads``
+    (``needle.search.searcher.Searcher``'s ``bm25_threads``): numba's own thread pool is never used, as the BM25
+    kernels are serial and the retrievers split a batch over Python threads. None (no flag): the libraries' own.
+    """
+    if threads is None:
+        return
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
+    faiss = sys.modules.get("faiss")
+    if faiss is not None:
+        faiss.omp_set_num_threads(threads)
 
 
 def chunk_size_number(text: str) -> int:

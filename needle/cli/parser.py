@@ -8,17 +8,22 @@ runs the parsed sub-command (``args.command``), importing what it needs then.
 import argparse
 from typing import Any, NoReturn
 
-from components.checks import MAX_TOP_K
+from components.checks import MAX_QUERIES, MAX_TOP_K
 from needle.cli.options import (
     EXIT_USAGE,
+    MAX_EMBED_BATCH,
+    MAX_THREADS,
     chunk_size_number,
+    embed_batch_number,
     fusion_option,
     int_in,
     needle_version,
     port_number,
+    query_batch_number,
+    thread_number,
     top_k_number,
 )
-from needle.defaults import DEFAULT_CHUNK_SIZE, DEFAULT_MODEL, DEFAULT_TOP_K, MODES, RUN_DEPTH, STORES
+from needle.defaults import DEFAULT_CHUNK_SIZE, DEFAULT_MODEL, DEFAULT_TOP_K, MODES, QUERY_BATCH, RUN_DEPTH, STORES
 from needle.index.dense_type import FLAGS, INDEX_TYPES, RANGES, DenseIndexType
 
 CONFIG_HELP = "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend, paths relative to it)"
@@ -116,6 +121,15 @@ def parser() -> argparse.ArgumentParser:
         "bounded by the chunk, not the corpus; the index is the same for any N",
     )
     add_index_type_flags(ix)
+    ix.add_argument(
+        "--batch-size",
+        type=embed_batch_number,
+        metavar="N",
+        help=f"texts (images) per encode batch of the document embedder, 1-{MAX_EMBED_BATCH} (default: the "
+        "embedder's own, 32, or batch_size of --config); the embeddings are the same for any N (up to float "
+        "rounding), and an index's embeddings are reused whatever N built them",
+    )
+    add_threads_flag(ix, "encoding (torch) and the FAISS build")
 
     se = sub.add_parser("search", help="search an index directory")
     se.add_argument("index_dir", help="directory made by `needle index`")
@@ -137,6 +151,14 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
     add_fusion_flag(se, "search")
     add_run_flags(se)
+    se.add_argument(
+        "--batch-size",
+        type=query_batch_number,
+        metavar="N",
+        help=f"queries per pipeline run when there are many (QUERY... or --queries), 1-{MAX_QUERIES} "
+        f"(default {QUERY_BATCH}); it changes speed and memory, not the hits",
+    )
+    add_threads_flag(se, "query encoding (torch), FAISS search and BM25 scoring")
 
     ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset (nDCG@10, recall, MRR, MAP)")
     ev.add_argument("dataset_dir", nargs="?", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
@@ -202,6 +224,17 @@ def parser() -> argparse.ArgumentParser:
     mc.add_argument("--config", required=True, help=CONFIG_HELP)
     add_tune_parser(sub)
     return p
+
+
+def add_threads_flag(command: argparse.ArgumentParser, work: str) -> None:
+    """``--threads N`` (``needle.cli.options.limit_threads``): the CPU threads of this command's WORK."""
+    command.add_argument(
+        "--threads",
+        type=thread_number,
+        metavar="N",
+        help=f"CPU threads for {work}, 1-{MAX_THREADS} (default: every core; torch and FAISS follow "
+        "OMP_NUM_THREADS when it is set)",
+    )
 
 
 def add_run_flags(se: argparse.ArgumentParser) -> None:

@@ -4,7 +4,7 @@
 and its models (``model_load_seconds``), one warm-up query (first-call costs: kernels picked on first use,
 lazily loaded parts), and then the searches themselves:
 
-- **batch throughput** (``queries_per_second``): every query, in batches of ``BATCH`` as a bulk run sends
+- **batch throughput** (``queries_per_second``): every query, in batches of ``QUERY_BATCH`` as a bulk run sends
   them; these rankings are the ones scored;
 - **single-query latency** (``latency_p50_ms``, ``latency_p99_ms``): queries sent one at a time to the same
   pipeline, as an interactive user sends them; all queries, or ``LATENCY_SAMPLE`` (``needle eval
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 from haystack import Document
 
+from needle.defaults import QUERY_BATCH
 from needle.errors import NeedleError
 from needle.progress import Progress, track
 
-BATCH = 64  # queries per pipeline run in the throughput pass (and progress granularity)
 LATENCY_SAMPLE = 200  # at most this many queries are timed one at a time, unless the caller says otherwise
 
 Retrieve = Callable[[list[str]], list[list[Document]]]
@@ -32,7 +32,7 @@ Retrieve = Callable[[list[str]], list[list[Document]]]
 class SearchTimings:
     """What the searches of one evaluation took, the one-off costs left out."""
 
-    queries_per_second: float  # all queries, in batches of BATCH
+    queries_per_second: float  # all queries, in batches of QUERY_BATCH
     warmup_seconds: float  # the first query, answered once before any timing
     latency_p50_ms: float | None  # median time of one query sent alone; None when none was timed alone
     latency_p99_ms: float | None  # 99th percentile of the same
@@ -48,15 +48,15 @@ def warm_up(retrieve: Retrieve, texts: list[str]) -> float:
 
 
 def run_queries(retrieve: Retrieve, queries: dict[str, str], label: str) -> tuple[dict[str, list[str]], float]:
-    """Run every query in batches of ``BATCH`` with a progress bar; returns (rankings, queries per second)."""
+    """Run every query in batches of ``QUERY_BATCH`` with a progress bar; returns (rankings, queries per second)."""
     ids, texts = list(queries), list(queries.values())
     rankings: dict[str, list[str]] = {}
     start = time.perf_counter()
     with Progress(total=len(ids), desc=f"searching ({label})", unit="q") as bar:
-        for i in range(0, len(ids), BATCH):
-            for qid, docs in zip(ids[i : i + BATCH], retrieve(texts[i : i + BATCH]), strict=True):
+        for i in range(0, len(ids), QUERY_BATCH):
+            for qid, docs in zip(ids[i : i + QUERY_BATCH], retrieve(texts[i : i + QUERY_BATCH]), strict=True):
                 rankings[qid] = [d.id for d in docs]
-            bar.update(len(ids[i : i + BATCH]))
+            bar.update(len(ids[i : i + QUERY_BATCH]))
     return rankings, len(ids) / max(time.perf_counter() - start, 1e-9)
 
 

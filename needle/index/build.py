@@ -76,7 +76,7 @@ def build_index(
     ``chunk_size``: documents read, embedded and written per pipeline run (``needle.index.streaming``).
     ``index_type``: the FAISS index of the dense part, flat or HNSW (``needle.index.dense_type``).
     ``options``: the corpus reader's rule for repeated ids and the dense store's own settings, which the manifest
-    records for every search (``needle.index.options``).
+    records for every search, and the document embedder's batch size, which it does not (``needle.index.options``).
 
     :raises NeedleError: missing corpus, nothing to build, or an OUT that is a file, read-only, or a stranger's
         non-empty directory (never written into); a Milvus option that does not fit (naming the flag).
@@ -197,7 +197,9 @@ class Build:
         (its search pipelines are written again with them)."""
         from needle.index.images import fill_image_generation
 
-        manifest = fill_image_generation(partial, self.corpus, self.model, self.overwrite, reuse)
+        manifest = fill_image_generation(
+            partial, self.corpus, self.model, self.overwrite, reuse, self.options.batch_size
+        )
         if self.options.recorded() is not None:
             manifest.store_settings = self.options.recorded()
             save_search_pipelines(partial, manifest, manifest.modes)

@@ -18,6 +18,7 @@ import numpy as np
 from needle.defaults import DEFAULT_CHUNK_SIZE, DEFAULT_MODEL
 from needle.errors import NeedleError
 from needle.index.manifest import IndexManifest
+from needle.index.options import set_batch_size
 from needle.index.parts import carry_embeddings, embeddings_refused, save_store
 from needle.index.streaming import run_chunked
 from needle.index.templates import save_search_pipelines
@@ -46,9 +47,10 @@ def check_multimodal_options(*, dense: bool, bm25: bool, store: str, embedder: o
 
 
 def build_image_dense(
-    corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None
+    corpus: Path, generation: Path, model: str, overwrite: bool, reuse: Path | None, batch_size: int | None = None
 ) -> tuple[int, int]:
-    """Run pipelines/image_index.yaml into GENERATION; returns (documents written, embedding dimension).
+    """Run pipelines/image_index.yaml into GENERATION, BATCH_SIZE images per encode batch (None: the template's);
+    returns (documents written, embedding dimension).
 
     The embedding file is carried over and checked exactly as a text index's (``needle.index.parts.build_dense``),
     and the run shows the same progress: images counted batch by batch as they are encoded (one run over the
@@ -61,6 +63,7 @@ def build_image_dense(
     pf.set_init_param(data, "embedder.overwrite", overwrite)
     pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
     pf.set_init_param(data, "writer.document_store.autosave", False)
+    set_batch_size(data, batch_size)
     pipeline = pf.build(data)
     with embeddings_refused():
         written = run_chunked(pipeline, corpus, DEFAULT_CHUNK_SIZE, "Indexing (images)")
@@ -75,10 +78,11 @@ def check_image_mode(manifest: IndexManifest, mode: str, index_dir: Path) -> Non
 
 
 def fill_image_generation(
-    partial: Path, corpus: Path, model: str, overwrite: bool, reuse: Path | None
+    partial: Path, corpus: Path, model: str, overwrite: bool, reuse: Path | None, batch_size: int | None = None
 ) -> IndexManifest:
-    """Build the image part of one generation into PARTIAL and write its search pipeline; returns its manifest."""
-    count, dim = build_image_dense(corpus, partial, model, overwrite, reuse)
+    """Build the image part of one generation into PARTIAL (BATCH_SIZE images per encode batch, None: the
+    template's) and write its search pipeline; returns its manifest."""
+    count, dim = build_image_dense(corpus, partial, model, overwrite, reuse, batch_size)
     manifest = IndexManifest(
         corpus=corpus.name,
         documents=count,

@@ -11,6 +11,10 @@ for Milvus the collection's field names and lengths, ``index_params``, ``search_
 ``index_chunk_size`` (rows per insert). The manifest records them (``IndexManifest.store_settings``) and every
 search pipeline of the index opens its store with them, so ``needle search DIR`` and ``needle serve DIR`` search
 the index as it was built, with no parameter file. The writer gets all but the search-only ones.
+
+``batch_size`` is the document embedder's texts (images) per encode batch (``needle index --batch-size``): it
+changes how fast the corpus is encoded, not what is indexed, so no manifest records it and the embedding file's
+fingerprint leaves it out (a file built with any batch size is reused).
 """
 
 from collections.abc import Mapping
@@ -36,6 +40,7 @@ class IndexOptions:
     duplicate_ids: str = "error"
     store_settings: Mapping[str, Any] = field(default_factory=dict)
     bm25_tokenizer: str | None = None  # None: the BM25 template's own (bm25s' for --lang); "lucene": Lucene's
+    batch_size: int | None = None  # texts per encode batch of the document embedder; None: the embedder's own
 
     def recorded(self) -> dict[str, Any] | None:
         """What the manifest's ``store_settings`` holds: the settings, or None when there are none."""
@@ -52,6 +57,20 @@ class IndexOptions:
             for key, value in self.store_settings.items():
                 if key not in SEARCH_ONLY:
                     pf.set_init_param(data, f"writer.document_store.{key}", value)
+            set_batch_size(data, self.batch_size)
+
+
+def set_batch_size(data: dict[str, Any], batch_size: int | None) -> None:
+    """Give the ``embedder`` of the index template DATA BATCH_SIZE texts per encode batch (None: keep its own).
+
+    An embedder that encodes the corpus in calls of ``encode_chunk_size`` texts gets calls of at least one batch.
+    """
+    if batch_size is None or "embedder" not in data["components"]:
+        return
+    params = data["components"]["embedder"]["init_parameters"]
+    params["batch_size"] = batch_size
+    if params.get("encode_chunk_size", batch_size) < batch_size:
+        params["encode_chunk_size"] = batch_size
 
 
 DEFAULT_OPTIONS = IndexOptions()

@@ -1,9 +1,9 @@
 """Batch runs, as Pyserini's ``--topics FILE --output run.trec``: read a queries file, search it, write a run.
 
 `needle search DIR --queries FILE [--output RUN] [--run-tag T]` reads every query first (a bad file is one line
-naming the file, the line and the field, before any model loads), searches them ``BATCH`` at a time through
-``Searcher.search`` and writes what each query got, with the retrieval scores. The formats of a queries file and
-their rules are ``needle.search.queries_file``'s.
+naming the file, the line and the field, before any model loads), searches them ``QUERY_BATCH`` (or ``--batch-size``) at
+a time through ``Searcher.search`` and writes what each query got, with the retrieval scores. The formats of a
+queries file and their rules are ``needle.search.queries_file``'s.
 
 The run is a TREC run (``qid Q0 docid rank score tag``, what trec_eval and pytrec_eval read), or, for an output
 named ``*.jsonl`` (or ``--json`` without ``--output``; ``--json`` with ``--output`` is refused, the file's name
@@ -27,20 +27,22 @@ import math
 import numbers
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from components.atomic_files import atomic_write
+from needle.defaults import QUERY_BATCH
 from needle.errors import NeedleError
 from needle.progress import Progress
 from needle.search.queries_file import Query, read_queries
 
 if TYPE_CHECKING:
+    from haystack import Document
+
     from needle.search.searcher import Searcher
 
-BATCH = 64  # queries per Searcher.search call: one pipeline run's overhead shared by many queries
 
 Ranking = list[tuple[str, Any]]  # (doc id, score) best first, as the retrieval returned them
 
@@ -126,6 +128,13 @@ def write_run(output: Path | None, answers: Iterable[tuple[str, Ranking]], form:
     atomic_write(output, write)
 
 
+def search_in_batches(searcher: Searcher, queries: Sequence[str], batch: int = QUERY_BATCH) -> Iterator[list[Document]]:
+    """The hits of every query, in order, searched QUERY_BATCH queries per pipeline run (memory holds one batch's
+    intermediate lists, not the whole request's)."""
+    for start in range(0, len(queries), batch):
+        yield from searcher.search(list(queries[start : start + batch]))
+
+
 @dataclass(frozen=True)
 class BatchRun:
     """A checked `needle search --queries` request: its queries, where the run goes, its format and tag."""
@@ -145,8 +154,8 @@ class BatchRun:
         checked_tag = None if tag is None else check_run_tag(tag)
         return cls(read_queries(queries_file), output, run_format(output, as_json), checked_tag)
 
-    def answers(self, searcher: Searcher, tag: str, batch: int = BATCH) -> Iterator[tuple[str, Ranking]]:
-        """(qid, ranking) of every query, searched BATCH at a time, with a progress bar on stderr."""
+    def answers(self, searcher: Searcher, tag: str, batch: int = QUERY_BATCH) -> Iterator[tuple[str, Ranking]]:
+        """(qid, ranking) of every query, searched QUERY_BATCH at a time, with a progress bar on stderr."""
         with Progress(total=len(self.queries), desc=f"searching ({tag})", unit="q") as bar:
             for i in range(0, len(self.queries), batch):
                 part = self.queries[i : i + batch]
@@ -154,7 +163,7 @@ class BatchRun:
                     yield query.qid, [(d.id, d.score) for d in docs]
                 bar.update(len(part))
 
-    def write(self, searcher: Searcher, batch: int = BATCH) -> None:
+    def write(self, searcher: Searcher, batch: int = QUERY_BATCH) -> None:
         """Search every query through SEARCHER and write the run (``write_run``)."""
         tag = self.tag or run_label(searcher.mode, searcher.manifest.store)
         write_run(self.output, self.answers(searcher, tag, batch), self.form, tag)

@@ -8,6 +8,7 @@ query instruction go in at run time.
 """
 
 from pathlib import Path
+from typing import Any
 
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
@@ -21,6 +22,11 @@ from needle.index.manifest import IndexManifest
 from needle.index.templates import fill_search_pipeline
 from needle.pipelines import files as pf
 from needle.pipelines.fusion import FusionSetting, index_fusion
+
+BM25_RETRIEVERS = {  # the bm25s retrievers of the batch search templates, which score a batch over n_threads
+    "components.retrievers.bm25.batch_retriever.BM25BatchRetriever",
+    "components.retrievers.bm25.batch_candidate_retriever.BM25BatchCandidateRetriever",
+}
 
 
 def best_mode(manifest: IndexManifest) -> str:
@@ -49,6 +55,13 @@ def check_model(manifest: IndexManifest, model: str | None, index_dir: Path) -> 
         )
 
 
+def set_bm25_threads(data: dict[str, Any], threads: int) -> None:
+    """Score every batch with THREADS threads in the BM25 retrievers of the search pipeline DATA."""
+    for component in data["components"].values():
+        if component["type"] in BM25_RETRIEVERS:
+            component["init_parameters"]["n_threads"] = threads
+
+
 class Searcher:
     """
     Builds the search pipeline for one index and mode once, then answers batches of queries.
@@ -65,6 +78,7 @@ class Searcher:
         model: str | None = None,
         fusion: FusionSetting | None = None,
         query_instruction: str | None = None,
+        bm25_threads: int | None = None,
     ) -> None:
         """Open the index for MODE (None: hybrid when it has dense and BM25 parts, else its one mode).
 
@@ -75,11 +89,14 @@ class Searcher:
         :param query_instruction: The text the query embedder puts before every query, in place of the one the
             index recorded (``needle index --config`` with UltraRAG's ``query_instruction``), never on top of it;
             ``""``: none; None: the recorded one. Modes without an embedder (bm25) ignore it.
+        :param bm25_threads: Threads the BM25 retriever scores a batch of queries with (its ``n_threads``, >= 1);
+            None: its own (every core). Modes without bm25s (dense, and a Milvus index) ignore it.
         """
         self.index_dir = Path(index_dir)
         self.fusion = index_fusion(self.index_dir) if fusion is None else fusion
         self.top_k = check_top_k(top_k)
         self.query_instruction = query_instruction
+        self.bm25_threads = bm25_threads
         for attempt in (1, 2):
             self.manifest = IndexManifest.load(self.index_dir)
             try:
@@ -104,6 +121,8 @@ class Searcher:
         check_model(self.manifest, model, self.index_dir)
         template = self.manifest.template(self.mode, batch=True)
         data = fill_search_pipeline(self.index_dir, self.manifest, template, self.fusion)
+        if self.bm25_threads is not None:
+            set_bm25_threads(data, self.bm25_threads)
         self.runner = pf.QueryPipeline(data, f"{template}_search", "queries", warm_up=False)
         self.pipeline = self.runner.pipeline
         self._check_parts()

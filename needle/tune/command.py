@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from needle.eval import BeirDataset
     from needle.tune.fit import CandidateMatrices
 
-BATCH = 64  # queries per search call
 TEST_SPLIT = "test"  # the split `needle eval` scores by default
 
 
@@ -128,6 +127,7 @@ def reset(dataset_dir: Path, *, model: str, index_dir: str | Path | None) -> str
 
 def fetch(index_dir: Path, dataset: "BeirDataset") -> "CandidateMatrices":
     """Every query's dense and BM25 top 100 from the index's own pipelines, laid out for the fit."""
+    from needle.search.runs import search_in_batches
     from needle.search.searcher import Searcher
     from needle.tune.fit import candidate_matrices
 
@@ -136,7 +136,7 @@ def fetch(index_dir: Path, dataset: "BeirDataset") -> "CandidateMatrices":
     for mode in ("dense", "bm25"):
         searcher = Searcher(index_dir, mode=mode, top_k=RUN_DEPTH)
         try:
-            sides.append([docs for i in range(0, len(texts), BATCH) for docs in searcher.search(texts[i : i + BATCH])])
+            sides.append(list(search_in_batches(searcher, texts)))
         finally:
             searcher.close()
     return candidate_matrices(texts, sides[0], sides[1], [dataset.qrels[q] for q in dataset.queries])

@@ -3,8 +3,9 @@
 Each case runs the real CLI (``needle.cli.main``) in a fresh interpreter, then lists the top-level modules that
 interpreter loaded: `--help`, `--version`, argument errors and path errors must load no Haystack (which imports
 torch) and no numpy; a BM25 search on a BM25-only index loads Haystack, bm25s and numba, but no model library, no
-FAISS, no Milvus client, no web SDK and no server framework. ``import components`` and ``import needle`` are light
-too, and the deserialization allowlist still reaches Haystack when it is imported afterwards.
+FAISS, no Milvus client, no web SDK and no server framework, with --threads and --batch-size too (setting threads
+imports nothing). ``import components`` and ``import needle`` are light too, and the deserialization allowlist still
+reaches Haystack when it is imported afterwards.
 """
 
 import importlib.metadata
@@ -81,6 +82,8 @@ def test_version_names_the_installed_distribution_without_heavy_imports(tmp_path
         (["search", "{index}", "q", "--top-k", "0"], "argument --top-k: must be an integer in [1, 10000], got 0"),
         (["search", "{index}", "q", "--bogus"], "unrecognized arguments: --bogus"),
         (["index", "{corpus}", "--out", "{out}", "--chunk-size", "0"], "argument --chunk-size: must be an integer"),
+        (["index", "{corpus}", "--out", "{out}", "--batch-size", "0"], "argument --batch-size: must be an integer"),
+        (["search", "{index}", "q", "--threads", "0"], "argument --threads: must be an integer in [1, 1024], got 0"),
         (["search", "{index}", " "], "QUERY"),
         (["search", "{missing}", "q"], "index directory not found: {missing}"),
         (["search", "{out}", "q"], "is not a needle index: {out}/CURRENT is missing"),
@@ -98,8 +101,10 @@ def test_argument_and_path_errors_are_one_line_before_heavy_imports(
     assert not modules & HEAVY, sorted(modules & HEAVY)
 
 
-def test_bm25_search_loads_only_what_bm25_needs(tmp_path: Path, bm25_index: Path) -> None:
-    code, modules, done = run_needle(tmp_path, "search", str(bm25_index), "sort a list in place", "--mode", "bm25")
+@pytest.mark.parametrize("flags", [[], ["--threads", "1", "--batch-size", "1"]])
+def test_bm25_search_loads_only_what_bm25_needs(tmp_path: Path, bm25_index: Path, flags: list[str]) -> None:
+    argv = ["search", str(bm25_index), "sort a list in place", "--mode", "bm25", *flags]
+    code, modules, done = run_needle(tmp_path, *argv)
     assert code == 0, done.stderr
     assert "[bm25]" in done.stdout
     assert " 1. " in done.stdout

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from needle.cli import main
+from needle.defaults import QUERY_BATCH
 from needle.errors import NeedleError
 from needle.eval import format_table
 from needle.eval.command import evaluate as run_evaluation
 from needle.eval.index_reuse import fits
-from needle.eval.timing import BATCH, latency_sample, time_searches
+from needle.eval.timing import latency_sample, time_searches
 from needle.index.manifest import IndexManifest
 from needle.search.searcher import Searcher
 from tests.support.beir import write_sample_corpus
@@ -153,7 +154,7 @@ def test_scores_come_from_the_batch_pass_and_every_query_is_also_timed_alone(dat
         return searcher.search(texts)
 
     rankings, timings = time_searches(retrieve, queries, "bm25")
-    assert sizes == [1, BATCH, BATCH, 2] + [1] * 130  # warm-up, batches, then each query alone
+    assert sizes == [1, QUERY_BATCH, QUERY_BATCH, 2] + [1] * 130  # warm-up, batches, then each query alone
     expected = searcher.search(list(queries.values()))
     assert rankings == {qid: [d.id for d in docs] for qid, docs in zip(queries, expected, strict=True)}
     assert timings.latency_queries == 130
