@@ -42,8 +42,9 @@ POINTER = "CURRENT"
 MANIFEST = "manifest.json"
 STORES = "stores"  # manifest key: {sub-directory: {"generation", "manifest_sha256"}} of the stores saved inside
 # Files in a store directory that are not part of a generation's content (_owned): the writer lock and the pointer's
-# staged copy (atomic_files.temp_sibling), left by a save killed before its switch.
-_UNOWNED = re.compile(rf"{re.escape(LOCK_FILE)}|{temp_pattern(POINTER)}")
+# staged copy, left by a save killed before its switch (atomic_files.temp_sibling's name, or the fixed CURRENT.tmp
+# of earlier versions).
+_UNOWNED = re.compile(rf"{re.escape(LOCK_FILE)}|{temp_pattern(POINTER)}|{re.escape(POINTER)}\.tmp")
 
 
 @dataclass(frozen=True)

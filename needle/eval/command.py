@@ -17,6 +17,7 @@ one, else the defaults), or ``fusion`` (``--fusion FILE|default``) for this run 
 """
 
 import hashlib
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,10 +142,8 @@ def evaluate(
         rankings, timings = time_searches(kept or retrieval.retrieve, dataset.queries, retrieval.label, latency)
     finally:
         retrieval.close()
-    if kept is not None and run_file is not None:
-        write_run(run_file, kept.scored(rankings, dataset.queries).items(), "trec", retrieval.label)
     opened = retrieval.opened
-    return EvalResult.from_scores(
+    result = EvalResult.from_scores(
         evaluate_run(run_from_rankings(rankings), dataset.qrels),
         name=name or retrieval.label,
         dataset=dataset.name,
@@ -159,6 +158,18 @@ def evaluate(
         timings=timings,
         fusion=None if retrieval.fusion is None else retrieval.fusion.record(),
     )
+    if kept is not None and run_file is not None:
+        write_run_file(run_file, kept.scored(rankings, dataset.queries), retrieval.label)
+    return result
+
+
+def write_run_file(run_file: Path, scored: dict[str, Ranking], label: str) -> None:
+    """Write ``--run-file``; a run that TREC's format cannot hold (a document id with whitespace, a pipeline whose
+    hits have no score) is a warning on stderr, never the loss of the evaluation it comes after."""
+    try:
+        write_run(run_file, scored.items(), "trec", label)
+    except NeedleError as error:
+        print(f"needle: warning: --run-file {run_file} not written: {error}", file=sys.stderr)
 
 
 class KeptAnswers:

@@ -12,7 +12,7 @@ from needle.errors import NeedleError
 
 # What an index directory may hold without its pointer (a build that never switched, or a lost pointer): `needle
 # index --out` rebuilds over these, and refuses a directory holding anything else.
-_LEFT_BY_A_BUILD = re.compile(r"gen-\d{6}(\.partial)?|LOCK|fusion\.json|\..*\.tmp")
+_LEFT_BY_A_BUILD = re.compile(r"gen-\d{6}(\.partial)?|LOCK|fusion\.json|\..*\.tmp|(CURRENT|fusion\.json)\.tmp")
 
 
 def rebuild_hint(index_dir: Path) -> str:

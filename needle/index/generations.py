@@ -52,8 +52,9 @@ FORMAT = "needle-index"
 LAYOUT = Generations(kind="needle index", digits=6, stamp={"format": FORMAT, "format_version": 1}, keep=1)
 EMBEDDINGS = "embeddings.npy"
 # What an index directory holds beside its generations: the pointer, the writer lock and `needle tune`'s fusion file,
-# and the temporary file of an interrupted write of the pointer or the fusion file.
-TOP_LEVEL = (POINTER, LOCK_FILE, FUSION_FILE)
+# and the temporary file of an interrupted write of the pointer or the fusion file (today's names in _OURS; the
+# fixed names CURRENT.tmp and fusion.json.tmp that earlier versions used, which a rebuild must still accept).
+TOP_LEVEL = (POINTER, LOCK_FILE, FUSION_FILE, f"{POINTER}.tmp", f"{FUSION_FILE}.tmp")
 GENERATION = re.compile(r"gen-\d{6}(\.partial)?")  # LAYOUT's generation names, final or partial
 _OURS = re.compile(rf"{GENERATION.pattern}|{temp_pattern(FUSION_FILE)}|{temp_pattern(POINTER)}")
 

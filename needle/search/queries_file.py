@@ -5,8 +5,9 @@ and the field. A queries file is one of:
 
 * JSON lines (``.jsonl``, or a first line starting with ``{``): BEIR's ``queries.jsonl`` (``{"_id", "text"}``),
   or Pyserini/Anserini JSONL topics (id in ``qid`` or ``id``, text in ``query`` or ``title``);
-* TREC topics (a first line starting with ``<top``: ``<top> <num> Number: 301 <title> ... </top>``, as
-  Anserini's ``topics.*.txt``): the ``<title>`` is the query, as Pyserini searches it by default;
+* TREC topics (a first line starting with ``<top``: ``<top>``, ``<num> Number: 301``, ``<title> ...`` and
+  ``</top>`` on lines of their own, as Anserini's ``topics.*.txt``): the ``<title>`` is the query, as Pyserini
+  searches it by default;
 * a TSV of ``qid<TAB>text`` lines (MS MARCO and Pyserini's ``.tsv`` topics): any other first line with a tab.
 
 Pyserini's ``.json`` topics (one object holding every topic) are refused, naming the formats read. Query ids are
@@ -64,8 +65,8 @@ def _reader(path: Path) -> Callable[[Path], Iterator[Query]]:
     if path.suffix == ".json":
         raise NeedleError(f"{path}: a .json topics file (one object of all topics) is not read; expected {ACCEPTED}")
     with path.open("rb") as handle:
-        head = next((line for line in handle if line.strip()), b"").removeprefix(b"\xef\xbb\xbf").lstrip()
-    if not head:
+        head = next((line for line in handle if line.strip(b" \r\n")), b"").removeprefix(b"\xef\xbb\xbf").lstrip(b" ")
+    if not head.strip():
         raise NeedleError(f"{path}: no queries; expected {ACCEPTED}")
     if head.startswith(b"{"):
         return _jsonl_queries
@@ -80,10 +81,10 @@ def _qid(path: Path, line: int, qid: object) -> str:
     """A query id: a non-empty string (or a JSON integer) without whitespace, which would split a run's columns."""
     if isinstance(qid, int) and not isinstance(qid, bool):
         qid = str(qid)
-    if not isinstance(qid, str) or qid.split() != [qid]:
+    if not isinstance(qid, str) or qid.split() != [qid] or not qid.isprintable():
         raise NeedleError(
-            f"{path}, line {line}: query id {qid!r} must be a non-empty string without whitespace "
-            "(a TREC run separates its columns by spaces)"
+            f"{path}, line {line}: query id {qid!r} must be a non-empty string without whitespace or control "
+            "characters (a TREC run separates its columns by spaces; trec_eval stops at a NUL)"
         )
     return qid
 

@@ -62,7 +62,7 @@ def check_output(output: Path, flag: str = "--output") -> None:
     """Refuse a run file (given with FLAG) that is a directory or whose directory is missing or not writable,
     before any search."""
     parent = output.parent
-    if output.is_dir():
+    if output.is_dir():  # (a link to a file is followed, and a FIFO or a device written into: write_run)
         raise NeedleError(f"{flag} {output} is a directory; name a file such as {output / 'run.trec'}")
     if not parent.is_dir():
         raise NeedleError(f"{flag} {output}: directory {parent} does not exist")
@@ -96,7 +96,7 @@ def trec_text(qid: str, ranking: Ranking, tag: str) -> str:
         if doc_id.split() != [doc_id]:
             raise NeedleError(
                 f"query {qid!r}: document id {doc_id!r} holds whitespace, which a TREC run cannot; "
-                "write JSON lines instead (--output FILE.jsonl)"
+                "write the run as JSON lines instead (a file named *.jsonl)"
             )
         lines.append(f"{qid} Q0 {doc_id} {rank} {score!r} {tag}\n")
     return "".join(lines)
@@ -125,7 +125,12 @@ def write_run(output: Path | None, answers: Iterable[tuple[str, Ranking]], form:
         for qid, ranking in answers:
             handle.write(text(qid, ranking).encode("utf-8"))
 
-    atomic_write(output, write)
+    target = output.resolve()  # a symbolic link: replace the file it names, never the link
+    if target.exists() and not target.is_file():  # a FIFO or a device (/dev/stdout): write into it as it is
+        with target.open("wb") as handle:
+            write(handle)
+        return
+    atomic_write(target, write)
 
 
 def search_in_batches(searcher: Searcher, queries: Sequence[str], batch: int = QUERY_BATCH) -> Iterator[list[Document]]:

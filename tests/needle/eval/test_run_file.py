@@ -50,3 +50,24 @@ def test_a_run_file_in_a_missing_directory_is_refused_before_any_search(
     )
     assert f"--run-file {run}: directory {run.parent} does not exist" in capsys.readouterr().err
     assert not (tmp_path / "ix").exists()
+
+
+def test_a_run_file_trec_cannot_hold_is_a_warning_and_the_evaluation_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A corpus id with a space cannot stand in a TREC run: the scores are still printed and saved, the run file
+    is not written, and stderr says why."""
+    root = tmp_path / "spaced"
+    (root / "qrels").mkdir(parents=True)
+    docs = {"doc 1": "zip archives are read and written", "doc2": "threads run code", "doc3": "regular expressions"}
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in docs.items()))
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "zip archives"}) + "\n")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tdoc 1\t1\n")
+    run, result = tmp_path / "run.trec", tmp_path / "r.json"
+    argv = ["eval", str(root), "--mode", "bm25", "--index-dir", str(tmp_path / "ix"), "--latency-queries", "0"]
+    assert main([*argv, "--run-file", str(run), "--json", str(result)]) == 0
+    err = capsys.readouterr().err
+    assert f"--run-file {run} not written" in err
+    assert "'doc 1' holds whitespace" in err
+    assert json.loads(result.read_text())["metrics"]["ndcg@10"] == 1.0
+    assert not run.exists()

@@ -154,6 +154,20 @@ def test_the_not_an_index_hint_names_a_command_that_then_works(
     assert main(["search", str(target), "thread", "--mode", "bm25"]) == 0
 
 
+@pytest.mark.parametrize("leftover", ["CURRENT.tmp", "fusion.json.tmp"])
+def test_a_rebuild_accepts_what_an_earlier_version_left_when_killed(
+    bm25_index: Path, capsys: pytest.CaptureFixture, leftover: str
+) -> None:
+    """Earlier versions staged the pointer and the fusion file under fixed names: a build or `needle tune` killed
+    mid-switch left one; the index still answers, and a rebuild over it must not take it for a stranger's file."""
+    (bm25_index / leftover).write_text("gen-000001\n", encoding="utf-8")
+    corpus = corpus_slice(bm25_index.parent, "b.jsonl", 0, 40)
+    assert main(["index", str(corpus), "--out", str(bm25_index), "--bm25", "--no-dense", "--overwrite"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert main(["search", str(bm25_index), "thread", "--mode", "bm25"]) == 0
+
+
 def test_a_store_directory_is_not_taken_for_an_index(bm25_index: Path, capsys: pytest.CaptureFixture) -> None:
     store = generation(bm25_index) / "bm25"
     names = sorted(p.name for p in store.iterdir())

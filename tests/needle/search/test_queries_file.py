@@ -81,6 +81,12 @@ def test_trec_topics_search_their_titles_whatever_the_extension(tmp_path: Path) 
         ("q.txt", "one query a line\nwithout ids\n", "not a queries file this reads; expected a BEIR queries.jsonl"),
         ("q.json", '{"1": {"title": "x"}}', "a .json topics file (one object of all topics) is not read"),
         ("q.tsv", "", "no queries; expected a BEIR queries.jsonl"),
+        ("q.tsv", "\topen a file\nq2\tclose it\n", "line 1: query id '' must be a non-empty string"),
+        (
+            "q.tsv",
+            "1\x00\topen\n",
+            "line 1: query id '1\\x00' must be a non-empty string without whitespace or control",
+        ),
     ],
 )
 def test_a_bad_queries_file_is_one_line_naming_file_line_and_field(

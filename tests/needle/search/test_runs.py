@@ -2,6 +2,9 @@
 the retrieval's order and exact scores, and a failed write leaves the old run file as it was."""
 
 import json
+import os
+import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,3 +66,24 @@ def test_a_failed_write_leaves_the_old_run_and_no_temporary_file(tmp_path: Path)
     assert [p.name for p in tmp_path.iterdir()] == ["run.trec"]
     write_run(run, iter([("q1", [("d1", 1.0)])]), "jsonl", "t")
     assert json.loads(run.read_text())["hits"] == [{"id": "d1", "score": 1.0, "rank": 1}]
+
+
+def test_a_run_through_a_symbolic_link_replaces_the_file_it_names_and_keeps_the_link(tmp_path: Path) -> None:
+    target = write(tmp_path, "target.trec", "old run\n")
+    (tmp_path / "run.trec").symlink_to("target.trec")
+    write_run(tmp_path / "run.trec", iter([("q1", [("d1", 1.5)])]), "trec", "t")
+    assert (tmp_path / "run.trec").is_symlink()
+    assert target.read_text() == "q1 Q0 d1 1 1.5 t\n"
+
+
+def test_a_run_into_a_fifo_is_written_into_it(tmp_path: Path) -> None:
+    """A named pipe (or /dev/stdout) is written into as it is, never replaced by a regular file."""
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    write_run(fifo, iter([("q1", [("d1", 2.0)])]), "trec", "t")
+    reader.join(timeout=30)
+    assert received == ["q1 Q0 d1 1 2.0 t\n"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
