@@ -8,10 +8,11 @@ deserialization allowlist is set by ``import components``, which every module th
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["IndexManifest", "NeedleError", "Searcher", "build_index"]
+__all__ = ["FusionSetting", "IndexManifest", "NeedleError", "Searcher", "build_index"]
 
 # Each public name and the module that defines it.
 _HOMES = {
+    "FusionSetting": "needle.pipelines.fusion",
     "IndexManifest": "needle.index.manifest",
     "NeedleError": "needle.errors",
     "Searcher": "needle.search.searcher",
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from needle.errors import NeedleError
     from needle.index.build import build_index
     from needle.index.manifest import IndexManifest
+    from needle.pipelines.fusion import FusionSetting
     from needle.search.searcher import Searcher
 
 

@@ -130,3 +130,13 @@ print(light, Searcher.__module__, build_index.__module__, type(Pipeline.loads(ya
 
 def test_the_light_pointer_name_is_the_stores_own() -> None:
     assert INDEX_POINTER == POINTER
+
+
+def test_the_package_names_its_python_entry_points() -> None:
+    """``from needle import ...`` reaches the classes a Python user passes around, wherever their modules live."""
+    import needle
+    from needle.pipelines.fusion import FusionSetting
+
+    assert sorted(needle.__all__) == ["FusionSetting", "IndexManifest", "NeedleError", "Searcher", "build_index"]
+    assert needle.FusionSetting is FusionSetting
+    assert {name for name in dir(needle) if not name.startswith("_")} >= set(needle.__all__)
