@@ -1,7 +1,6 @@
 """`--batch-size` and `--threads` on `needle index` and `needle search`: checked with their ranges, applied, and
 changing nothing a user gets back (the same hits, reused embeddings)."""
 
-import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from needle.cli.options import THREAD_VARIABLES
 from needle.cli.parser import parser
 from needle.defaults import QUERY_BATCH
 from needle.index.manifest import IndexManifest
+from tests.support.cli import search_json
 from tests.support.paths import DATA, SAMPLE
 
 QUERIES = ["read and write ZIP files", "parse command line arguments", "json encoder", "thread", "regular expressions"]
@@ -62,14 +62,6 @@ def embeddings(index_dir: Path) -> np.ndarray:
     """The live generation's embedding matrix."""
     matrix: np.ndarray = np.load(index_dir / (index_dir / "CURRENT").read_text().strip() / "embeddings.npy")
     return matrix
-
-
-def search_json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[list[dict[str, object]]]:
-    """`needle search ARGV --json`, in-process, parsed."""
-    capsys.readouterr()
-    assert main(["search", *argv, "--json"]) == 0
-    hits: list[list[dict[str, object]]] = json.loads(capsys.readouterr().out)
-    return hits
 
 
 def ranked(answers: list[list[dict[str, object]]]) -> list[list[object]]:

@@ -15,6 +15,7 @@ from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
 from components.retrievers.bm25.retriever import BM25Retriever
 from components.stores.bm25.document_store import BM25DocumentStore
 from needle.cli import main
+from tests.support.cli import search_json
 
 CORPORA = {"stopwords": ["the a an of", "is it the and"], "nul": ["x\u0000y"]}
 
@@ -71,14 +72,6 @@ def write_corpus(tmp_path: Path, texts: list[str]) -> Path:
     lines = (json.dumps({"id": f"d{i}", "contents": t}) for i, t in enumerate(texts))
     corpus.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     return corpus
-
-
-def search_json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[list[dict[str, object]]]:
-    """`needle search ... --json` in-process: exit 0, and what it printed, parsed."""
-    capsys.readouterr()
-    assert main(["search", *argv, "--json"]) == 0
-    result: list[list[dict[str, object]]] = json.loads(capsys.readouterr().out)
-    return result
 
 
 def test_cli_bm25_index_builds_and_every_search_answers_no_hits(
