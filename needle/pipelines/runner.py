@@ -45,15 +45,10 @@ class SearchRunner:
         :returns: What ``Pipeline.run(feed, include_outputs_from={answering})`` returns: every output no other
             component consumed, by component, and all of the answering component's.
         """
-        feed = self.plan.feed(query, top_k, instruction)
         answering = self.plan.answering
+        outputs = self._outputs(query, top_k, instruction)
         if self.direct is None:
-            result: Outputs = self.pipeline.run(feed, include_outputs_from={answering})
-            return result
-        if not self.warm:
-            self.pipeline.warm_up()
-            self.warm = True
-        outputs = self.direct.run(feed, wrap_errors=self.wrap_errors)
+            return outputs  # Pipeline.run's answer already
         answer: Outputs = {}
         for name, produced in outputs.items():
             kept = produced if name == answering else self._unconsumed(name, produced)
@@ -65,10 +60,21 @@ class SearchRunner:
         self, query: str | list[str], top_k: int | None = None, instruction: str | None = None
     ) -> list[Document] | list[list[Document]]:
         """The answering component's documents for ``run``'s arguments: one list, or one per query of a batch."""
-        documents: list[Document] | list[list[Document]] = self.run(query, top_k, instruction)[self.plan.answering][
-            self.plan.answer_socket
-        ]
+        outputs = self._outputs(query, top_k, instruction)  # no answer shaping: only the documents are wanted
+        documents: list[Document] | list[list[Document]] = outputs[self.plan.answering][self.plan.answer_socket]
         return documents
+
+    def _outputs(self, query: str | list[str], top_k: int | None, instruction: str | None) -> Outputs:
+        """Run the fed pipeline: every component's outputs on the direct path, ``Pipeline.run``'s answer (the
+        answering component's outputs included) otherwise."""
+        feed = self.plan.feed(query, top_k, instruction)
+        if self.direct is None:
+            result: Outputs = self.pipeline.run(feed, include_outputs_from={self.plan.answering})
+            return result
+        if not self.warm:
+            self.pipeline.warm_up()
+            self.warm = True
+        return self.direct.run(feed, wrap_errors=self.wrap_errors)
 
     def _unconsumed(self, name: str, produced: dict[str, Any]) -> dict[str, Any]:
         """NAME's outputs that no connection hands on."""
