@@ -26,6 +26,7 @@ from components.embedders.sentence_transformers_image_embedder import (
 )
 from needle.cli import main
 from needle.pipelines import files as pf
+from needle.progress import INTERVAL_VARIABLE
 from tests.support.clip import PAIRS, build_clip, pair_accuracy, toy_image, train_clip
 
 
@@ -253,3 +254,16 @@ def test_rebuild_carries_the_image_embeddings(
     capsys.readouterr()
     assert main(["search", str(copy), "yellow star", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0][0]["id"] == "yellow"
+
+
+def test_batch_size_flag_sets_the_images_per_encode_batch(
+    clip_dir: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--multimodal --batch-size 4`: the progress lines (one per batch with a zero interval) count 4, then 6."""
+    monkeypatch.setenv(INTERVAL_VARIABLE, "0")
+    corpus = write_corpus(tmp_path / "corpus", toy_lines())
+    args = ["index", str(corpus), "--out", str(tmp_path / "o"), "--multimodal", "--model", clip_dir]
+    assert main([*args, "--batch-size", "4"]) == 0
+    err = capsys.readouterr().err
+    counts = [line.split("encoding ")[1].split(" docs")[0] for line in err.splitlines() if "(images): encoding" in line]
+    assert counts == ["4/6", "6/6"], err
