@@ -1,14 +1,21 @@
 """`needle search DIR --queries FILE [--output RUN] [--run-tag T]` end to end, on a real BM25 index of the sample.
 
 The run holds what `needle search --json` answers for the same query (ids, order, scores), at `needle eval`'s
-depth of 100 hits unless --top-k says otherwise; a bad request is one line on stderr and writes nothing.
+depth of 100 hits unless --top-k says otherwise; a bad request is one line on stderr and writes nothing; a run
+killed mid-way leaves the old file, and the next one cleans up its temporary file.
 """
 
 import json
+import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from components.atomic_files import temp_pattern
 from needle.cli import main
 from needle.index.build import build_index
 from tests.support.paths import SAMPLE
@@ -132,3 +139,29 @@ def test_output_and_run_tag_need_queries(index: Path, tmp_path: Path, capsys: py
     assert main(["search", str(index), "zip", "--output", str(tmp_path / "run.trec")]) == 2
     assert "--output and --run-tag go with --queries FILE" in capsys.readouterr().err
     assert not (tmp_path / "run.trec").exists()
+
+
+def test_a_run_killed_mid_way_then_run_again_leaves_only_the_run_file(
+    index: Path, queries: Path, tmp_path: Path
+) -> None:
+    many = tmp_path / "many.jsonl"
+    texts = list(QUERIES.values())
+    many.write_text("".join(json.dumps({"_id": f"q{i}", "text": texts[i % 3]}) + "\n" for i in range(10_000)))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    run = runs / "run.trec"
+    argv = [str(Path(sys.executable).with_name("needle")), "search", str(index), "--queries", str(many)]
+    proc = subprocess.Popen([*argv, "--output", str(run)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(p.stat().st_size for p in runs.iterdir()) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the search ended before its run file was being written"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    (orphan,) = (p.name for p in runs.iterdir())
+    assert re.fullmatch(temp_pattern(run.name), orphan), orphan
+    assert main(["search", str(index), "--queries", str(queries), "--output", str(run)]) == 0
+    assert [p.name for p in runs.iterdir()] == ["run.trec"]
+    assert {row[0] for row in trec_rows(run.read_text())} == set(QUERIES)
