@@ -188,23 +188,3 @@ def test_default_mix_is_the_rankers_default() -> None:
 
     ranker = MixRetrieveRanker()
     assert vars(Mix()) == {k: getattr(ranker, k) for k in ("baseline", "amplitude", "slope", "midpoint")}
-
-
-@pytest.mark.integration
-@pytest.mark.slow
-def test_scifact_tuned_hybrid_reaches_0_72_on_test(scifact_dir: Path, tmp_path: Path) -> None:
-    """Fitted on SciFact train (809 queries), scored on test (300, never fitted on): the issue's figure."""
-    from needle.defaults import DEFAULT_MODEL
-    from needle.eval.command import default_index_dir
-    from needle.index.build import build_index
-    from needle.index.generations import embeddings_file
-
-    corpus, index = scifact_dir / "corpus.jsonl", tmp_path / "index"
-    seed = embeddings_file(default_index_dir(corpus))  # eval's cached embeddings, when there are any
-    build_index(corpus, index, model=DEFAULT_MODEL, overwrite=False, dense=True, bm25=True, seed=seed)
-    report_file = tmp_path / "tune.json"
-    assert main(["tune", str(scifact_dir), "--index-dir", str(index), "--json", str(report_file)]) == 0
-    report = json.loads(report_file.read_text())
-    assert report["fusion"]["fitted_on"]["queries"] == 809
-    assert report["test"]["queries"] == 300
-    assert report["test"]["mix"]["tuned"] >= 0.72
