@@ -34,7 +34,16 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.atomic_files import publish, sync_file, temp_pattern, temp_sibling
 from components.stores.directory_lock import LOCK_FILE
-from components.stores.file_digests import DIGESTS, SHA256, check_relative, sha256_file, verified, verify_all
+from components.stores.file_digests import (
+    DIGESTS,
+    SHA256,
+    DigestProgress,
+    check_relative,
+    digest_files,
+    sha256_file,
+    verified,
+    verify_all,
+)
 
 __all__ = ["DIGESTS", "MANIFEST", "POINTER", "STORES", "Generations", "load_json", "verified", "verify_all"]
 
@@ -132,7 +141,9 @@ class Generations:
         _check_stores(generation, path, manifest.get(STORES, {}))
         return manifest
 
-    def write(self, root: Path, writer: Callable[[Path], dict[str, Any]]) -> Path:
+    def write(
+        self, root: Path, writer: Callable[[Path], dict[str, Any]], on_progress: DigestProgress | None = None
+    ) -> Path:
         """
         Write a new generation with ``writer`` and make it the live one, crash-safely (see the module docstring).
 
@@ -141,6 +152,9 @@ class Generations:
         generation from another one of the same name (a directory rebuilt and swapped in by someone else).
 
         :param writer: fills the directory it is given and returns the manifest fields to record.
+        :param on_progress: called as ``on_progress("digesting", done, total)`` while the files the writer wrote
+            are hashed for the manifest, ``done`` of ``total`` bytes (``file_digests.digest_files``): seconds for
+            GBs of embeddings, which ``needle index`` shows as progress lines.
         :returns: the directory of the new live generation.
         """
         root.mkdir(parents=True, exist_ok=True)
@@ -150,7 +164,7 @@ class Generations:
         staged = temp_sibling(root / POINTER)
         try:
             partial.mkdir()
-            self._fill(partial, writer)
+            self._fill(partial, writer, on_progress)
             os.rename(partial, final)
             _fsync(root)
             with staged.open("wb") as handle:
@@ -165,13 +179,15 @@ class Generations:
         self.remove_stale(root, live=final.name)
         return final
 
-    def _fill(self, partial: Path, writer: Callable[[Path], dict[str, Any]]) -> None:
+    def _fill(
+        self, partial: Path, writer: Callable[[Path], dict[str, Any]], on_progress: DigestProgress | None
+    ) -> None:
         """Let ``writer`` fill ``partial``, then add the manifest (stamp, id, sizes and sha256 of the files it owns,
-        the stores inside it) and fsync everything."""
+        hashed with ON_PROGRESS told, the stores inside it) and fsync everything."""
         manifest = {**self.stamp, **writer(partial), "generation_id": uuid.uuid4().hex}
         owned, directories = _owned(partial)
         manifest["files"] = {name: (partial / name).stat().st_size for name in owned}
-        manifest[DIGESTS] = {name: sha256_file(partial / name) for name in owned}
+        manifest[DIGESTS] = digest_files(partial, manifest["files"], on_progress)
         stores = {d.name: _store_record(d) for d in sorted(partial.iterdir()) if _is_store(d)}
         if stores:
             manifest[STORES] = stores

@@ -30,7 +30,7 @@ from needle.index.options import DEFAULT_OPTIONS, IndexOptions, check_store_sett
 from needle.index.parts import build_bm25, build_dense
 from needle.index.templates import save_search_pipelines
 from needle.pipelines.embedders import Recorded
-from needle.progress import note
+from needle.progress import Stages, note
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,8 @@ def build_index(
         )  # fmt: skip
         before = server_collections(out, target)
         try:
-            LAYOUT.write(out, build.write)
+            with Stages(desc="Saving (generation)", unit="bytes") as report:  # its files' sha256, for the manifest
+                LAYOUT.write(out, build.write, on_progress=report)
         except (OSError, PipelineRuntimeError) as error:
             cause = error.__cause__ if isinstance(error, PipelineRuntimeError) else error
             if not isinstance(cause, OSError):

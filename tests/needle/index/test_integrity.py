@@ -367,9 +367,9 @@ def test_each_file_is_hashed_once_per_process_and_version(bm25_store: Path) -> N
     calls: list[Path] = []
     original = digests.sha256_file
 
-    def counting(path: Path) -> str:
+    def counting(path: Path, advance: digests.Advance | None = None) -> str:
         calls.append(path)
-        return original(path)
+        return original(path, advance)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(digests, "sha256_file", counting)

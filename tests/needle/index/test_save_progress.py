@@ -1,4 +1,5 @@
-"""`needle index` through a pipe reports the stores' saves stage by stage, and an image index's encode batch by batch.
+"""`needle index` through a pipe reports the stores' saves stage by stage, the digests of its generation's files
+as they are hashed, and an image index's encode batch by batch.
 
 Each run is a process of its own whose stderr is read line by line as it comes, with ``NEEDLE_PROGRESS_INTERVAL=0``
 so that a line comes with every report however quick these small builds are. The dense part uses a tiny BERT
@@ -23,6 +24,7 @@ LINES = 300
 WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "paper", "light", "sound", "tree"]
 BM25_BUILD = ["gathering term ids", "counting terms", "weighting terms", "writing the index"]
 STAGE = re.compile(r"needle: saving \((\w+)\): ([a-z ]+?) ([\d,]+)/([\d,]+) docs \((\d+)%, .+\)")
+DIGEST = re.compile(r"needle: saving \(generation\): digesting ([\d,]+)/([\d,]+) bytes \((\d+)%, .+\)")
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +70,25 @@ def test_a_hybrid_index_reports_both_saves_stage_by_stage(corpus: Path, tiny_mod
     encoded = max(i for i, line in enumerate(lines) if line.startswith("needle: indexing (BM25): "))
     first_save = min(i for i, line in enumerate(lines) if line.startswith("needle: saving (BM25): "))
     assert encoded < first_save, lines  # the save is a step after the corpus was read, shown as it happens
+
+
+def test_an_index_reports_the_digests_of_its_generation_s_files(corpus: Path, tiny_model: str, tmp_path: Path) -> None:
+    lines = index_through_a_pipe(str(corpus), "--out", str(tmp_path / "ix"), "--model", tiny_model)
+    digests = [
+        (i, int(m[1].replace(",", "")), int(m[2].replace(",", "")))
+        for i, line in enumerate(lines)
+        if (m := DIGEST.fullmatch(line))
+    ]
+    assert digests, lines
+    files = json.loads((tmp_path / "ix" / "gen-000001" / "manifest.json").read_text(encoding="utf-8"))["files"]
+    total = sum(files.values())  # embeddings.npy, its fingerprint, the search pipelines: bytes, not documents
+    assert {whole for _, _, whole in digests} == {total}, digests
+    done = [count for _, count, _ in digests]
+    assert done == sorted(set(done)), done  # a line per file hashed, counting up
+    assert done[-1] == total, done
+    assert len(done) > 1, done
+    last_save = max(i for i, line in enumerate(lines) if line.startswith("needle: saving (dense): "))
+    assert last_save < digests[0][0], lines  # once the stores are saved, as the generation is published
 
 
 def test_a_bm25_only_index_reports_writing_its_documents(corpus: Path, tmp_path: Path) -> None:
