@@ -48,7 +48,8 @@ def test_a_run_refuses_a_hit_without_a_finite_score(score: object) -> None:
 
 
 def test_a_doc_id_with_a_space_points_to_json_lines() -> None:
-    with pytest.raises(NeedleError, match=r"document id 'a b' holds whitespace.*JSON lines instead \(a file named \*\.jsonl\)"):
+    refusal = r"document id 'a b' holds whitespace.*as JSON lines instead \(a file named \*\.jsonl\)"
+    with pytest.raises(NeedleError, match=refusal):
         trec_text("q1", [("a b", 1.0)], "t")
     assert json.loads(jsonl_text("q1", [("a b", 1.0)]))["hits"][0]["id"] == "a b"
 
