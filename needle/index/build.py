@@ -100,7 +100,7 @@ def build_index(
         from needle.index.images import check_multimodal_options, image_model
 
         check_multimodal_options(dense=dense, bm25=bm25, store=target.store, embedder=embedder)
-        model = image_model(model)
+        model = image_model(model) if embedder is None else model  # a recorded spec names its model itself
     check_target(out)
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
@@ -194,12 +194,13 @@ class Build:
         )  # fmt: skip
 
     def fill_images(self, partial: Path, reuse: Path | None) -> IndexManifest:
-        """Build an image generation (``needle.index.images``); the FAISS store settings apply to its searches
-        (its search pipelines are written again with them)."""
+        """Build an image generation (``needle.index.images``) with the build's embedder spec (a parameter file's
+        sentence-transformers settings; None: the image templates'); the FAISS store settings apply to its
+        searches (its search pipelines are written again with them)."""
         from needle.index.images import fill_image_generation
 
         manifest = fill_image_generation(
-            partial, self.corpus, self.model, self.overwrite, reuse, self.options.batch_size
+            partial, self.corpus, self.model, self.overwrite, reuse, self.options.batch_size, self.embedder
         )
         if self.options.recorded() is not None:
             manifest.store_settings = self.options.recorded()

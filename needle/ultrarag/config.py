@@ -116,8 +116,8 @@ class UltraRAGConfig:
     target: StoreChoice
     top_k: int
     overwrite: bool
-    multimodal: bool  # is_multimodal: an image corpus (needle.index.images embeds it with its CLIP model)
-    options: IndexOptions  # repeated ids by position; dense store settings; images: batch_size (needle.index.options)
+    multimodal: bool  # is_multimodal: an image corpus, embedded by SPEC's CLIP model (needle.index.images)
+    options: IndexOptions  # repeated ids by position; the dense store's settings (needle.index.options)
     websearch: WebSearchChoice  # websearch_backend and websearch_backend_configs (needle.ultrarag.websearch)
     retrieve_thread_num: int  # web search: queries in flight at once
     retriever_url: str  # the deploy server of retriever_deploy_search
@@ -173,7 +173,7 @@ def index_with_config(
         lang="en" if dense else config.spec.bm25_lang(),
         target=config.target,
         seed=npy if npy is not None and npy.is_file() else None,
-        embedder=config.spec.recorded() if dense and not config.multimodal else None,
+        embedder=config.spec.recorded() if dense else None,  # images too (needle.index.images)
         multimodal=config.multimodal,
         options=config.options,
     )
@@ -270,19 +270,11 @@ def _checked(path: Path, data: dict[str, Any]) -> UltraRAGConfig:
         top_k=int_value(data, "top_k", DEFAULT_TOP_K, MAX_TOP_K),
         overwrite=bool_value(data, "overwrite"),
         multimodal=multimodal,
-        options=_options(chosen, spec, multimodal),
+        options=IndexOptions(duplicate_ids="position", store_settings=chosen.settings),
         websearch=web_search_choice(data.get("websearch_backend"), data.get("websearch_backend_configs")),
         retrieve_thread_num=int_value(data, "retrieve_thread_num", 1, MAX_THREADS),
         retriever_url=retriever_url(data.get("retriever_url")),
     )
-
-
-def _options(chosen: IndexBackend, spec: EmbedderSpec, multimodal: bool) -> IndexOptions:
-    """Repeated ids by position and the chosen store's settings; for an image index also the file's batch_size,
-    which a text index's embedder gets from SPEC but the image embedder (built from its template, not from the
-    spec) only gets here."""
-    batch_size = spec.settings["batch_size"] if multimodal else None
-    return IndexOptions(duplicate_ids="position", store_settings=chosen.settings, batch_size=batch_size)
 
 
 def _spec(data: dict[str, Any], backend: str) -> EmbedderSpec:

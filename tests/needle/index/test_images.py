@@ -6,6 +6,7 @@ YAML pipelines and ``needle`` command.
 """
 
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -15,16 +16,20 @@ import pytest
 import yaml
 from haystack import Document, Pipeline
 from haystack.dataclasses import ByteStream
+from haystack.utils import ComponentDevice
 from sentence_transformers import SentenceTransformer
 
 from components.converters.jsonl_image_corpus_reader import JSONLImageCorpusReader
 from components.converters.jsonl_lines import CorpusFormatError
+from components.embedders.embedder_factory import embedder_spec
 from components.embedders.embedding_file import EmbeddingFileError
 from components.embedders.sentence_transformers_image_embedder import (
     ImageEmbeddingError,
     SentenceTransformersImageEmbedder,
 )
 from needle.cli import main
+from needle.errors import NeedleError
+from needle.index.images import INDEX_TEMPLATE, check_multimodal_options, set_image_embedder
 from needle.pipelines import files as pf
 from needle.progress import INTERVAL_VARIABLE
 from tests.support.clip import PAIRS, build_clip, pair_accuracy, toy_image, train_clip
@@ -267,3 +272,52 @@ def test_batch_size_flag_sets_the_images_per_encode_batch(
     err = capsys.readouterr().err
     counts = [line.split("encoding ")[1].split(" docs")[0] for line in err.splitlines() if "(images): encoding" in line]
     assert counts == ["4/6", "6/6"], err
+
+
+def test_cli_image_index_keeps_the_templates_normalised_embedders(image_index: Path) -> None:
+    """No parameter file: no embedder recorded, unit image vectors, queries normalised by the template."""
+    generation = live_generation(image_index)
+    assert "embedder" not in json.loads((generation / "manifest.json").read_text())
+    np.testing.assert_allclose(np.linalg.norm(np.load(generation / "embeddings.npy"), axis=1), 1.0, atol=1e-5)
+    saved = yaml.safe_load((generation / "dense_search.yaml").read_text())
+    assert saved["components"]["embedder"]["init_parameters"]["normalize_embeddings"] is True
+
+
+def image_embedder_of(recorded: dict[str, object] | None) -> SentenceTransformersImageEmbedder:
+    """The image embedder that image_index.yaml builds with the settings of the RECORDED spec (not warmed up)."""
+    data = pf.load_template(INDEX_TEMPLATE)
+    set_image_embedder(data, recorded)
+    embedder = pf.build(data).get_component("embedder")
+    assert isinstance(embedder, SentenceTransformersImageEmbedder)
+    return embedder
+
+
+def test_a_recorded_spec_sets_the_image_embedders_model_batch_normalisation_trust_and_gpu(clip_dir: str) -> None:
+    block = {"trust_remote_code": True, "sentence_transformers_encode": {"normalize_embeddings": False}}
+    spec = embedder_spec("sentence_transformers", clip_dir, block, batch_size=3, gpu_ids=[0])
+    embedder = image_embedder_of(spec.recorded())
+    assert (embedder.model, embedder.batch_size) == (clip_dir, 3)
+    assert (embedder.normalize_embeddings, embedder.trust_remote_code) == (False, True)
+    assert embedder.device == ComponentDevice.from_str("cuda:0")  # gpu_ids' first GPU, as the text embedders
+    default = image_embedder_of(embedder_spec("sentence_transformers", clip_dir).recorded())
+    assert (default.normalize_embeddings, default.trust_remote_code) == (True, False)  # the text path's defaults
+    assert default.device == ComponentDevice.resolve_device(None)  # no gpu_ids: the machine's best device
+
+
+def test_more_than_one_gpu_for_images_is_one_warning(clip_dir: str, caplog: pytest.LogCaptureFixture) -> None:
+    spec = embedder_spec("sentence_transformers", clip_dir, gpu_ids=[1, 0])
+    with caplog.at_level(logging.WARNING):
+        assert image_embedder_of(spec.recorded()).device == ComponentDevice.from_str("cuda:1")
+    assert [r.getMessage() for r in caplog.records] == [
+        "gpu_ids: images are encoded on GPU 1 only (the image embedder has no multi-GPU pool)"
+    ]
+
+
+def test_a_spec_images_cannot_take_is_refused(clip_dir: str) -> None:
+    prompt = embedder_spec("sentence_transformers", clip_dir, {"sentence_transformers_encode": {"psg_task": "doc"}})
+    with pytest.raises(NeedleError, match=r"sentence_transformers_encode\.psg_task chooses a text prompt or task"):
+        check_multimodal_options(dense=True, bm25=False, store="faiss", embedder=prompt.recorded())
+    with pytest.raises(NeedleError, match="no other backend"):
+        check_multimodal_options(
+            dense=True, bm25=False, store="faiss", embedder=embedder_spec("openai", "m").recorded()
+        )
