@@ -19,6 +19,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import Generations
 from components.stores.directory_lock import DirectoryLock
+from components.stores.file_digests import DigestProgress
 
 T = TypeVar("T")
 
@@ -58,9 +59,15 @@ class SingleWriter:
                 )
             yield
 
-    def write(self, root: Path, writer: Callable[[Path], dict[str, Any]]) -> Path:
-        """Write a new generation of ``root`` (call inside ``locked``) and record it as this store's own."""
-        generation = self._generations.write(root, writer)
+    def write(
+        self, root: Path, writer: Callable[[Path], dict[str, Any]], on_progress: DigestProgress | None = None
+    ) -> Path:
+        """Write a new generation of ``root`` (call inside ``locked``) and record it as this store's own.
+
+        :param on_progress: told the ``digesting`` stage, in bytes, as the files the writer wrote are hashed for
+            the manifest (``Generations.write``): a store's save forwards its own progress callback here.
+        """
+        generation = self._generations.write(root, writer, on_progress)
         self._seen[root.resolve()] = (generation.name, self._generations.read_manifest(generation)["generation_id"])
         return generation
 

@@ -104,7 +104,8 @@ def build_index(
     check_target(out)
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
-        reuse = previous_embeddings(out) if dense else None
+        with Stages(desc="Reusing (embeddings)", unit="bytes") as report:  # the old file's sha256, before reuse
+            reuse = previous_embeddings(out, report) if dense else None
         seeded = reuse is None and seed is not None
         build = Build(
             corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal,

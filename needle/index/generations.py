@@ -37,10 +37,10 @@ from components.stores.crash_safe_generations import (
     POINTER,
     Generations,
     load_json,
-    verified,
     verify_all,
 )
 from components.stores.directory_lock import LOCK_FILE, DirectoryLock
+from components.stores.file_digests import DigestProgress
 from needle.errors import NeedleError as NeedleError  # the class every module names from here
 from needle.index.checks import check_readable as _check_readable
 from needle.index.checks import rebuild_hint
@@ -150,17 +150,19 @@ def take_lock(out: Path) -> DirectoryLock:
     return lock
 
 
-def previous_embeddings(out: Path) -> Path | None:
+def previous_embeddings(out: Path, on_progress: DigestProgress | None = None) -> Path | None:
     """The embedding file of the live generation being replaced, if its bytes are those it was saved with.
 
     None when there is none to reuse, and also for a changed file: that one is encoded again (nothing unverified
     is taken from an index, ``verified_embeddings``).
+
+    :param on_progress: told the ``checking files`` stage, in bytes, as the file is hashed (seconds for GBs).
     """
     try:
         found = LAYOUT.read_current(out) if (out / POINTER).is_file() else None
     except DocumentStoreError:
         return None
-    return None if found is None else verified_embeddings(*found)
+    return None if found is None else verified_embeddings(*found, on_progress)
 
 
 def embeddings_file(index_dir: Path) -> Path | None:
@@ -172,15 +174,18 @@ def embeddings_file(index_dir: Path) -> Path | None:
     return verified_embeddings(generation, manifest)
 
 
-def verified_embeddings(generation: Path, manifest: dict[str, Any]) -> Path | None:
+def verified_embeddings(
+    generation: Path, manifest: dict[str, Any], on_progress: DigestProgress | None = None
+) -> Path | None:
     """GENERATION's embedding file once it and its fingerprint have the sha256 the manifest records, else None
-    (a warning says why when the file is there but changed)."""
+    (a warning says why when the file is there but changed); the bytes hashed are told to ON_PROGRESS
+    (``verify_all``)."""
     path, sidecar = generation / EMBEDDINGS, f"{EMBEDDINGS}.json"
     if not path.is_file():
         return None
+    names = [EMBEDDINGS, *([sidecar] if (generation / sidecar).exists() else [])]
     try:
-        for name in [EMBEDDINGS, *([sidecar] if (generation / sidecar).exists() else [])]:
-            verified(generation, manifest, name)
+        verify_all(generation, manifest, names, on_progress)
     except DocumentStoreError as error:
         logger.warning("not reusing the embeddings of %s: %s", generation, error)
         return None

@@ -3,9 +3,10 @@
 ``build_dense`` runs ``pipelines/dense_index.yaml`` (embeddings into DIR/gen-NNNNNN/embeddings.npy and the FAISS
 store in dense/), ``build_bm25`` runs ``pipelines/bm25_index.yaml`` (bm25/); both stream the corpus through
 ``needle.index.streaming`` and save their store once at the end (``save_store``), each stage of the save shown as a
-progress step (``needle: saving (BM25): weighting terms 100,000/200,000 docs ...``). An embedding file carried
-over from the previous generation (``carry_embeddings``) is kept only when its fingerprint matches this model and
-corpus.
+progress step (``needle: saving (BM25): weighting terms 100,000/200,000 docs ...``), and last the hashing of the
+files it wrote, in bytes (``needle: saving (dense): digesting 1,048,576/52,428,800 bytes ...``). An embedding file
+carried over from the previous generation (``carry_embeddings``) is kept only when its fingerprint matches this
+model and corpus.
 """
 
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 
 from components.embedders.embedding_file import EmbeddingFileError
+from components.stores.file_digests import DIGESTING
 from needle.defaults import DEFAULT_CHUNK_SIZE
 from needle.errors import EmbeddingsNotReusable
 from needle.index.dense_type import FLAT, DenseIndexType
@@ -80,8 +82,15 @@ def build_dense(
 
 def save_store(pipeline: Pipeline, part: str) -> None:
     """Save the store of an index PIPELINE's writer (built with ``autosave`` off), its stages shown as progress
-    steps named after the PART (``dense``, ``BM25``, ``images``)."""
-    with Stages(desc=f"Saving ({part})", unit="docs") as report:
+    steps named after the PART (``dense``, ``BM25``, ``images``): documents for the stages that write them, bytes
+    for the ``digesting`` of the files they wrote."""
+    desc = f"Saving ({part})"
+    with Stages(desc=desc, unit="docs") as documents, Stages(desc=desc, unit="bytes") as digests:
+
+        def report(stage: str, done: int, total: int) -> None:
+            """Each stage to the step counting its unit (every stage ends at its total before the next starts)."""
+            (digests if stage == DIGESTING else documents)(stage, done, total)
+
         pipeline.get_component("writer").document_store.save(on_progress=report)  # type: ignore[attr-defined]
 
 

@@ -289,8 +289,10 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
         :param on_progress: Called as ``on_progress(stage, done, total)`` while the save goes: ``done`` of the
             ``total`` documents through each stage, in order ``gathering term ids``, ``counting terms``,
             ``weighting terms`` (the compaction), ``writing the index`` and, for a store holding its own
-            documents, ``writing documents``; each stage starts with ``done`` 0 and ends with ``total``.
-            ``needle index`` shows it as progress lines. A run-time argument: never saved with the store.
+            documents, ``writing documents``; each stage starts with ``done`` 0 and ends with ``total``. Last
+            comes ``digesting``, counted in bytes, not documents: the files just written, hashed for the manifest
+            (``file_digests``). ``needle index`` shows it as progress lines. A run-time argument: never saved with
+            the store.
         :raises DocumentStoreError: If another writer saved to ``path`` since this store read it, or holds its lock.
         """
         target = path or self.path
@@ -305,6 +307,7 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
         generation = self._writer.write(
             root,
             lambda directory: write_generation(directory, main, root, self._settings, self._documents.lines, report),
+            report,
         )
         if vocab is not None:
             index.install(main, vocab)

@@ -256,8 +256,9 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
 
         :param on_progress: Called as ``on_progress(stage, done, total)`` while the save goes: ``writing documents``
             (``total`` documents) then ``writing vectors`` (``total`` vectors), each called with ``done`` 0 as it
-            starts and ``total`` once done. ``needle index`` shows it as progress lines. A run-time argument:
-            never saved with the store.
+            starts and ``total`` once done, then ``digesting`` (``done`` of ``total`` bytes of the files just
+            written, hashed for the manifest, see ``file_digests``). ``needle index`` shows it as progress lines.
+            A run-time argument: never saved with the store.
         :raises DocumentStoreError: If another writer saved to ``path`` since this store read it, or holds its lock.
         """
         if self.path is None:
@@ -275,7 +276,8 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
     def _save_locked(self, root: Path, report: SaveProgress = _quiet) -> None:
         """Write a new generation; the unchanged table then stands for it to readers (the BM25 store). REPORT: see
         ``save``."""
-        share(self._writer.write(root, lambda directory: self._write_generation(directory, report)), self._ready())
+        generation = self._writer.write(root, lambda directory: self._write_generation(directory, report), report)
+        share(generation, self._ready())
 
     def _checkpoint(self) -> int | None:
         """What a reload does not restore: the inferred embedding_dim (the rest is the live generation)."""

@@ -1,5 +1,6 @@
-"""`needle index` through a pipe reports the stores' saves stage by stage, the digests of its generation's files
-as they are hashed, and an image index's encode batch by batch.
+"""`needle index` through a pipe reports the stores' saves stage by stage, the digests of each store's files and
+of its generation's as they are hashed, the check of the embeddings a rebuild reuses, and an image index's encode
+batch by batch.
 
 Each run is a process of its own whose stderr is read line by line as it comes, with ``NEEDLE_PROGRESS_INTERVAL=0``
 so that a line comes with every report however quick these small builds are. The dense part uses a tiny BERT
@@ -9,6 +10,7 @@ so that a line comes with every report however quick these small builds are. The
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,13 +26,20 @@ LINES = 300
 WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "paper", "light", "sound", "tree"]
 BM25_BUILD = ["gathering term ids", "counting terms", "weighting terms", "writing the index"]
 STAGE = re.compile(r"needle: saving \((\w+)\): ([a-z ]+?) ([\d,]+)/([\d,]+) docs \((\d+)%, .+\)")
-DIGEST = re.compile(r"needle: saving \(generation\): digesting ([\d,]+)/([\d,]+) bytes \((\d+)%, .+\)")
+BYTES = re.compile(r"needle: ([a-z]+ \(\w+\): [a-z ]+?) ([\d,]+)/([\d,]+) bytes \((\d+)%, .+\)")
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """300 UltraRAG lines of random words."""
     return write_words_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl", LINES)
+
+
+@pytest.fixture(scope="module")
+def hybrid(corpus: Path, tiny_model: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A dense and BM25 index of the corpus (its directory) and the lines its `needle index` wrote."""
+    out = tmp_path_factory.mktemp("hybrid") / "ix"
+    return out, index_through_a_pipe(str(corpus), "--out", str(out), "--bm25", "--model", tiny_model)
 
 
 def index_through_a_pipe(*args: str) -> list[str]:
@@ -54,6 +63,32 @@ def saves(lines: list[str]) -> dict[str, list[tuple[str, int, int]]]:
     return found
 
 
+def counted_bytes(lines: list[str], step: str) -> list[tuple[int, int, int]]:
+    """(line number, done, total) of each line of STEP counted in bytes, e.g. ``saving (dense): digesting``,
+    after checking that they count up to their one total, which the last one reaches."""
+    found = [
+        (i, int(m[2].replace(",", "")), int(m[3].replace(",", "")))
+        for i, line in enumerate(lines)
+        if (m := BYTES.fullmatch(line)) and m[1] == step
+    ]
+    assert found, (step, lines)
+    assert len({total for _, _, total in found}) == 1, found
+    done = [count for _, count, _ in found]
+    assert done == sorted(set(done)), done  # counting up, a line per report
+    assert done[-1] == found[0][2], found
+    return found
+
+
+def recorded_bytes(generation: Path) -> int:
+    """The size of the files the manifest of GENERATION records (a store's or an index's)."""
+    return sum(json.loads((generation / "manifest.json").read_text(encoding="utf-8"))["files"].values())
+
+
+def store_generation(store: Path) -> Path:
+    """The live generation of the store in directory STORE (``dense/``, ``bm25/``)."""
+    return store / (store / "CURRENT").read_text(encoding="utf-8").strip()
+
+
 def stage_order(reports: list[tuple[str, int, int]]) -> list[str]:
     """The stages of REPORTS in the order they came, each ending on a line with its whole total done."""
     order = list(dict.fromkeys(stage for stage, _, _ in reports))
@@ -62,8 +97,8 @@ def stage_order(reports: list[tuple[str, int, int]]) -> list[str]:
     return order
 
 
-def test_a_hybrid_index_reports_both_saves_stage_by_stage(corpus: Path, tiny_model: str, tmp_path: Path) -> None:
-    lines = index_through_a_pipe(str(corpus), "--out", str(tmp_path / "ix"), "--bm25", "--model", tiny_model)
+def test_a_hybrid_index_reports_both_saves_stage_by_stage(hybrid: tuple[Path, list[str]]) -> None:
+    lines = hybrid[1]
     found = saves(lines)
     assert stage_order(found["dense"]) == ["writing documents", "writing vectors"]
     assert stage_order(found["BM25"]) == BM25_BUILD  # its documents are the dense part's: no file of its own
@@ -72,23 +107,43 @@ def test_a_hybrid_index_reports_both_saves_stage_by_stage(corpus: Path, tiny_mod
     assert encoded < first_save, lines  # the save is a step after the corpus was read, shown as it happens
 
 
-def test_an_index_reports_the_digests_of_its_generation_s_files(corpus: Path, tiny_model: str, tmp_path: Path) -> None:
-    lines = index_through_a_pipe(str(corpus), "--out", str(tmp_path / "ix"), "--model", tiny_model)
-    digests = [
-        (i, int(m[1].replace(",", "")), int(m[2].replace(",", "")))
-        for i, line in enumerate(lines)
-        if (m := DIGEST.fullmatch(line))
-    ]
-    assert digests, lines
-    files = json.loads((tmp_path / "ix" / "gen-000001" / "manifest.json").read_text(encoding="utf-8"))["files"]
-    total = sum(files.values())  # embeddings.npy, its fingerprint, the search pipelines: bytes, not documents
-    assert {whole for _, _, whole in digests} == {total}, digests
-    done = [count for _, count, _ in digests]
-    assert done == sorted(set(done)), done  # a line per file hashed, counting up
-    assert done[-1] == total, done
-    assert len(done) > 1, done
-    last_save = max(i for i, line in enumerate(lines) if line.startswith("needle: saving (dense): "))
+def test_an_index_reports_the_digests_of_its_generation_s_files(hybrid: tuple[Path, list[str]]) -> None:
+    out, lines = hybrid
+    digests = counted_bytes(lines, "saving (generation): digesting")
+    # embeddings.npy, its fingerprint, the search pipelines: bytes, not documents (the stores count their own)
+    assert digests[0][2] == recorded_bytes(out / "gen-000001")
+    assert len(digests) > 1, digests
+    last_save = max(
+        i for i, line in enumerate(lines) if line.startswith(("needle: saving (dense): ", "needle: saving (BM25): "))
+    )
     assert last_save < digests[0][0], lines  # once the stores are saved, as the generation is published
+
+
+def test_each_store_s_save_reports_the_digests_of_its_own_files(hybrid: tuple[Path, list[str]]) -> None:
+    out, lines = hybrid
+    for part, store in [("dense", "dense"), ("BM25", "bm25")]:
+        digests = counted_bytes(lines, f"saving ({part}): digesting")
+        # documents.sqlite and the vectors; the BM25 matrices, in bytes, up to the files the store records
+        assert digests[0][2] == recorded_bytes(store_generation(out / "gen-000001" / store)), part
+        documents = [i for i, line in enumerate(lines) if STAGE.fullmatch(line) and f"({part})" in line]
+        assert max(documents) < digests[0][0], lines  # inside the save, once its files are written
+    bm25_read = min(i for i, line in enumerate(lines) if line.startswith("needle: indexing (BM25): "))
+    assert counted_bytes(lines, "saving (dense): digesting")[-1][0] < bm25_read, lines  # the dense save, done
+
+
+def test_a_rebuild_reports_the_check_of_the_embeddings_it_reuses(
+    hybrid: tuple[Path, list[str]], corpus: Path, tiny_model: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "ix"
+    shutil.copytree(hybrid[0], out)
+    assert not any(line.startswith("needle: reusing (embeddings): ") for line in hybrid[1])  # nothing to reuse
+    lines = index_through_a_pipe(str(corpus), "--out", str(out), "--model", tiny_model)
+    checks = counted_bytes(lines, "reusing (embeddings): checking files")
+    files = json.loads((out / "gen-000001" / "manifest.json").read_text(encoding="utf-8"))["files"]
+    assert checks[0][2] == files["embeddings.npy"] + files["embeddings.npy.json"]  # the old file and its fingerprint
+    encoding = min(i for i, line in enumerate(lines) if line.startswith("needle: indexing (dense): "))
+    assert checks[-1][0] < encoding, lines  # before the build, which then reuses them
+    assert f"needle: reused {LINES:,} embeddings from {out / 'gen-000001' / 'embeddings.npy'}" in lines, lines
 
 
 def test_a_bm25_only_index_reports_writing_its_documents(corpus: Path, tmp_path: Path) -> None:

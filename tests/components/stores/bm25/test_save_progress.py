@@ -2,7 +2,8 @@
 
 The large store crosses the build's kernel chunk (``matrix.CHUNK`` documents per call) and the documents file's
 batch (``SAVE_BATCH``), so the stages report while they go, and its scores show that the chunked passes count and
-weigh every document as one pass over all of them would.
+weigh every document as one pass over all of them would. Each save ends with the sha256 of the files it wrote
+(``digesting``), counted in bytes up to their size on disk.
 """
 
 import math
@@ -15,7 +16,9 @@ from haystack import Document
 from components.stores.bm25.document_store import BM25DocumentStore
 from components.stores.bm25.generation_files import SAVE_BATCH
 from components.stores.bm25.matrix import CHUNK
+from components.stores.bm25.persistence import GENERATIONS
 from components.stores.faiss.document_store import FAISSDocumentStore
+from components.stores.file_digests import DIGESTING
 
 Report = tuple[str, int, int]
 BUILD = ["gathering term ids", "counting terms", "weighting terms", "writing the index"]
@@ -32,6 +35,21 @@ def stages(reports: list[Report]) -> dict[str, list[int]]:
     return counts
 
 
+def documents_stages(reports: list[Report], path: Path) -> dict[str, list[int]]:
+    """``stages`` of the REPORTS counting documents, after checking that the last stage is the digesting of every
+    byte of the files the generation saved at PATH records (the store's own files, not the FAISS store's)."""
+    counts = stages(reports)
+    found = GENERATIONS.read_current(path)
+    assert found is not None
+    total = sum(found[1]["files"].values())
+    assert list(counts)[-1] == DIGESTING, reports
+    assert {whole for stage, _, whole in reports if stage == DIGESTING} == {total}, reports
+    digested = counts.pop(DIGESTING)
+    assert (digested[0], digested[-1]) == (0, total), digested
+    assert digested == sorted(set(digested)), digested  # in bytes, counting up
+    return counts
+
+
 @pytest.fixture(scope="module")
 def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Report]]:
     """A store of CHUNK + 1 two-word documents (``alpha`` and a word of its own) saved once; its reports."""
@@ -45,7 +63,7 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Report]]
 
 def test_a_save_reports_every_stage_from_zero_to_all_documents_while_it_goes(large: tuple[Path, list[Report]]) -> None:
     n = CHUNK + 1
-    counts = stages(large[1])
+    counts = documents_stages(large[1], large[0])
     assert list(counts) == [*BUILD, "writing documents"]
     assert {stage: (values[0], values[-1]) for stage, values in counts.items()} == dict.fromkeys(counts, (0, n))
     for stage in ("gathering term ids", "counting terms", "weighting terms"):
@@ -74,7 +92,7 @@ def test_a_store_sharing_its_documents_reports_no_documents_stage(tmp_path: Path
     store.write_documents(documents)
     reports: list[Report] = []
     store.save(on_progress=lambda stage, done, total: reports.append((stage, done, total)))
-    assert list(stages(reports)) == BUILD  # the documents are read from the FAISS store: none written here
+    assert list(documents_stages(reports, tmp_path / "bm25")) == BUILD  # the documents are the FAISS store's
     assert [d.id for d in BM25DocumentStore(path=str(tmp_path / "bm25")).bm25_retrieval("paper", top_k=1)] == ["paper"]
 
 
@@ -86,8 +104,8 @@ def test_a_compaction_of_a_loaded_store_reports_its_live_documents(tmp_path: Pat
     store.write_documents([Document(id="new", content="paper light")])
     reports: list[Report] = []
     store.save(on_progress=lambda stage, done, total: reports.append((stage, done, total)))
-    assert {total for _, _, total in reports} == {3}  # two saved documents left and one new: deleted ones gone
-    assert list(stages(reports)) == [*BUILD, "writing documents"]
+    assert {total for stage, _, total in reports if stage != DIGESTING} == {3}  # 2 saved left, 1 new: deleted gone
+    assert list(documents_stages(reports, tmp_path / "bm25")) == [*BUILD, "writing documents"]
 
 
 def test_a_save_with_nothing_to_fold_in_rewrites_the_index_without_a_build(tmp_path: Path) -> None:
@@ -95,4 +113,4 @@ def test_a_save_with_nothing_to_fold_in_rewrites_the_index_without_a_build(tmp_p
     BM25DocumentStore(path=path).write_documents([Document(id=f"d{i}", content=f"glass {i}") for i in range(3)])
     reports: list[Report] = []
     BM25DocumentStore(path=path).save(on_progress=lambda stage, done, total: reports.append((stage, done, total)))
-    assert stages(reports) == {"writing the index": [0, 3], "writing documents": [0, 3]}
+    assert documents_stages(reports, tmp_path / "bm25") == {"writing the index": [0, 3], "writing documents": [0, 3]}
