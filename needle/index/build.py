@@ -105,7 +105,7 @@ def build_index(
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
         with Stages(desc="Reusing (embeddings)", unit="bytes") as report:  # the old file's sha256, before reuse
-            reuse = previous_embeddings(out, report) if dense else None
+            reuse = previous_embeddings(out, report) if dense and not overwrite else None  # --overwrite re-encodes
         seeded = reuse is None and seed is not None
         build = Build(
             corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal,
