@@ -28,14 +28,14 @@ from haystack import Document
 from needle.defaults import RUN_DEPTH
 from needle.errors import NeedleError
 from needle.eval import EvalResult, evaluate_run, load_beir, run_from_rankings
-from needle.eval.index_reuse import OpenedIndex, index_for_eval, open_for_eval
+from needle.eval.index_reuse import OpenedIndex, open_for_eval
 from needle.eval.timing import LATENCY_SAMPLE, Retrieve, check_latency_queries, time_searches
 from needle.index.generations import embeddings_file
 from needle.pipelines import files as pf
 from needle.pipelines.fusion import FusionSetting, index_fusion
 from needle.search.runs import Ranking, check_output, run_label, write_run
 
-__all__ = ["RUN_DEPTH", "default_index_dir", "evaluate", "index_for_eval"]  # index_for_eval: for needle.tune.command
+__all__ = ["RUN_DEPTH", "default_index_dir", "evaluate"]
 
 CACHE_ROOT = Path.home() / ".cache" / "needle" / "eval"
 

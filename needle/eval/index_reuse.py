@@ -17,13 +17,20 @@ Runs on one index directory at once (two ``needle eval`` of the same data set) t
 one that would build while another process holds the directory's writer lock says on stderr whom it waits
 for, waits until the lock is free, and then looks again, so it searches what the other run built when that
 fits (``index_reused`` true), and builds only when it does not.
+
+`needle tune` makes the same check of the manifest before it fetches its candidates (``prepare_index``), and
+searches a fitting index as it is too. It does not open it first: its own searchers open every part right after,
+and opening it whole once more would load the model and both stores an extra time (a second on SciFact, more on a
+large index); a part that does not open is then an error naming it, not a rebuild.
 """
 
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from haystack.document_stores.errors import DocumentStoreError
 
@@ -36,6 +43,7 @@ from needle.pipelines.fusion import FusionSetting
 from needle.search.searcher import Searcher
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 EVAL_LANG = "en"  # the BM25 language needle eval builds with (build_index's default)
 
 
@@ -117,26 +125,46 @@ def open_for_eval(
 ) -> OpenedIndex:
     """Search the live generation of INDEX_DIR when it fits CORPUS and MODE and opens whole, else build a new
     one (``index_for_eval``) and search that, with FUSION (None: the index's own); the caller closes the returned
-    searcher.
-
-    Another writer of INDEX_DIR (another ``needle eval`` building it) is waited for, then its index looked at
-    again, rather than an error: also when it took the lock between this run's look and its build.
+    searcher. Another writer of INDEX_DIR is waited for, then its index looked at again (``settle``).
     """
     digest = file_sha256(corpus)
+
+    def build() -> OpenedIndex:
+        build_seconds, hit = index_for_eval(corpus, index_dir, mode, model, store, seed)
+        searcher, took = open_searcher(index_dir, mode, top_k, fusion)
+        return OpenedIndex(searcher, False, build_seconds, hit, took)
+
+    return settle(index_dir, lambda: reuse(index_dir, digest, mode, model, store, top_k, fusion), build)
+
+
+def prepare_index(corpus: Path, index_dir: Path, mode: str, model: str) -> tuple[bool, float | None]:
+    """Make the live FAISS generation of INDEX_DIR fit CORPUS and MODE for a caller that opens its own searchers
+    (`needle tune`): (True, None) when it fits as it is, nothing built, else (False, the seconds ``index_for_eval``
+    took to build one). Another writer is waited for, as in ``open_for_eval``."""
+    digest = file_sha256(corpus)
+
+    def look() -> tuple[bool, float | None] | None:
+        manifest = live_manifest(index_dir)
+        return (True, None) if manifest is not None and fits(manifest, digest, mode, model, "faiss") else None
+
+    return settle(index_dir, look, lambda: (False, index_for_eval(corpus, index_dir, mode, model)[0]))
+
+
+def settle(index_dir: Path, look: Callable[[], T | None], build: Callable[[], T]) -> T:
+    """What LOOK finds in INDEX_DIR as it is, else what BUILD makes of it. Another writer of INDEX_DIR (another
+    ``needle eval`` building it) is waited for, then LOOK asked again, rather than an error: also when it took
+    the lock between the look and the build."""
     while True:
-        reused = reuse(index_dir, digest, mode, model, store, top_k, fusion)
-        if reused is not None:
-            return reused
+        found = look()
+        if found is not None:
+            return found
         if wait_for_writer(index_dir):
             continue  # another run was writing: what it wrote may fit
         try:
-            build_seconds, hit = index_for_eval(corpus, index_dir, mode, model, store, seed)
-        except DirectoryLockedError as locked:
+            return build()
+        except DirectoryLockedError as locked:  # it started between the look and the build: wait on the next round
             if locked.directory.resolve() != index_dir.resolve():
                 raise  # a lock of something else (a store directory elsewhere): waiting here would not free it
-            continue  # it started between the look and the build: wait for it on the next round
-        searcher, took = open_searcher(index_dir, mode, top_k, fusion)
-        return OpenedIndex(searcher, False, build_seconds, hit, took)
 
 
 def wait_for_writer(index_dir: Path) -> bool:

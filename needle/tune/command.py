@@ -1,16 +1,21 @@
 """`needle tune DATASET [--split train]`: fit the hybrid fusion on a training split and install it in the index.
 
-Steps: build or refresh the eval index of the dataset's corpus (``needle.eval.command``, the one `needle eval`
-searches), fetch every training query's dense and BM25 top 100 once, fit the mix curve and the RRF k in numpy on
-four fifths of the training queries and check each on the other fifth (``needle.tune.fit``: a value that does
-not beat the default there by ``MARGIN`` is not installed, the default is recorded in its place and the report
-says so), write ``DIR/fusion.json`` under the directory's writer lock, then publish a new generation so its
-``hybrid_search.yaml`` carries the values (the embeddings are carried over, not encoded again). `needle search`,
-`needle eval` and `needle serve` on DIR read fusion.json from then on, and name it ("tuned") in what they report.
+Steps: reuse, or build when it does not fit, the eval index of the dataset's corpus (``needle.eval.command``, the
+one `needle eval` searches), fetch every training query's dense and BM25 top 100 once, fit the mix curve and the
+RRF k in numpy on four fifths of the training queries and check each on the other fifth (``needle.tune.fit``: a
+value that does not beat the default there by ``MARGIN`` is not installed, the default is recorded in its place
+and the report says so), write ``DIR/fusion.json`` and publish one new generation whose ``hybrid_search.yaml``
+carries the values, both under the directory's writer lock (``needle.tune.publish``: the live generation's parts
+are linked into it, nothing is encoded, tokenised or saved again). `needle search`, `needle eval` and `needle
+serve` on DIR read fusion.json from then on, and name it ("tuned") in what they report.
+
+The index is searched as it is when it fits the corpus and the model, the check `needle eval` makes before it
+reports ``index build: reused`` (``needle.eval.index_reuse.prepare_index``); only one that does not fit is built
+first, and the report says which.
 
 ``--out FILE`` writes the fit to FILE only and leaves the index's fusion as it is: `--fusion FILE` applies it to
 one search, eval or serve (of this index or another). ``--reset`` undoes a tune: it removes ``DIR/fusion.json``
-under the writer lock and publishes a generation whose pipelines carry the defaults again.
+and publishes a generation whose pipelines carry the defaults again, the same way.
 
 The fit never reads another split's judgements. Afterwards, when the dataset has a test split and it was not
 the one fitted, tune scores defaults and tuned values on it, labelled "test, not fitted on".
@@ -25,17 +30,7 @@ from typing import TYPE_CHECKING, Any
 from components.joiners.rrf_batch_joiner import RRF_K
 from needle.defaults import RUN_DEPTH
 from needle.errors import NeedleError
-from needle.index.generations import take_lock
-from needle.index.manifest import IndexManifest
-from needle.pipelines.fusion import (
-    DEFAULT_FUSION,
-    Fusion,
-    Mix,
-    fusion_path,
-    remove_fusion,
-    write_fusion,
-    write_fusion_file,
-)
+from needle.pipelines.fusion import DEFAULT_FUSION, Fusion, Mix, fusion_path, write_fusion_file
 
 if TYPE_CHECKING:
     from needle.eval import BeirDataset
@@ -49,7 +44,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
     if args.reset:
         if args.json:
             raise NeedleError("--json: `needle tune --reset` fits nothing and writes no report; drop --json")
-        print(reset(Path(args.dataset_dir), model=args.model, index_dir=args.index_dir))
+        print(reset(Path(args.dataset_dir), index_dir=args.index_dir))
         return
     out = Path(args.out) if args.out else None
     report = tune(Path(args.dataset_dir), split=args.split, model=args.model, index_dir=args.index_dir, out=out)
@@ -63,20 +58,21 @@ def tune(
 ) -> dict[str, Any]:
     """Fit on SPLIT, install into the index (or write OUT only), score the test split; returns the report."""
     from needle.eval import load_beir
-    from needle.eval.command import default_index_dir, index_for_eval
+    from needle.eval.command import default_index_dir
+    from needle.eval.index_reuse import prepare_index
+    from needle.tune.publish import install
 
     if split == TEST_SPLIT:
         print(f"needle: warning: fitting on split {split!r}, the one `needle eval` scores by default", file=sys.stderr)
     dataset = load_beir(dataset_dir, split)
     index = Path(index_dir) if index_dir else default_index_dir(dataset.corpus_path)
-    index_for_eval(dataset.corpus_path, index, "hybrid", model)
+    reused, build_seconds = prepare_index(dataset.corpus_path, index, "hybrid", model)
     train = fetch(index, dataset)
     fusion = fit(train, {"dataset": dataset.name, "split": split, "queries": len(dataset.queries), "model": model})
     report: dict[str, Any] = {"schema": "needle.tune/1"}
+    report["index"] = {"dir": str(index), "reused": reused, "build_seconds": build_seconds}
     if out is None:
-        with take_lock(index):
-            path = write_fusion(index, fusion)
-        report.update(fusion_file=str(path), generation=publish(dataset.corpus_path, index, model))
+        report.update(fusion_file=str(fusion_path(index)), generation=install(index, fusion)[1])
     else:
         report.update(fusion_file=str(write_fusion_file(out, fusion)), generation=None)
     report["fusion"] = fusion.as_json()
@@ -97,30 +93,17 @@ def fit(train: "CandidateMatrices", fitted_on: dict[str, Any]) -> Fusion:
     return Fusion(mix, k, {**fitted_on, **fitted})
 
 
-def publish(corpus: Path, index_dir: Path, model: str) -> str:
-    """Publish a new generation of INDEX_DIR whose search pipelines carry the fusion DIR holds now (a live
-    generation is never rewritten); its embeddings are carried over, not encoded again. Returns its name."""
-    from needle.index.build import build_index
+def reset(dataset_dir: Path, *, index_dir: str | Path | None) -> str:
+    """Undo a tune of the index of DATASET_DIR's corpus: remove DIR/fusion.json and publish a generation with the
+    default fusion (``needle.tune.publish.install``); returns what it did.
 
-    return build_index(corpus, index_dir, model=model, overwrite=False, dense=True, bm25=True).generation
-
-
-def reset(dataset_dir: Path, *, model: str, index_dir: str | Path | None) -> str:
-    """Undo a tune of the index of DATASET_DIR's corpus: remove DIR/fusion.json under DIR's writer lock, then
-    publish a generation with the default fusion (with the model the index was built with); returns what it did.
-
-    :raises NeedleError: no corpus, or no index to reset (checked before anything is removed).
+    :raises NeedleError: no index to reset (checked before anything is removed).
     """
     from needle.eval.command import default_index_dir
+    from needle.tune.publish import install
 
-    corpus = Path(dataset_dir) / "corpus.jsonl"
-    if not corpus.is_file():
-        raise NeedleError(f"corpus not found: {corpus} (the new generation is built from it)")
-    index = Path(index_dir) if index_dir else default_index_dir(corpus)
-    manifest = IndexManifest.load(index)
-    with take_lock(index):
-        removed = remove_fusion(index)
-    generation = publish(corpus, index, manifest.model or model)
+    index = Path(index_dir) if index_dir else default_index_dir(Path(dataset_dir) / "corpus.jsonl")
+    removed, generation = install(index, None)
     found = "removed" if removed else "found no"
     return f"{found} {fusion_path(index)}; generation {generation} carries the fusion {DEFAULT_FUSION.describe()}"
 
@@ -184,7 +167,10 @@ def format_report(report: dict[str, Any]) -> str:
     """The report for people: installed values, the held-out check, the train fit and the test figures."""
     fusion, fitted = report["fusion"], report["fusion"]["fitted_on"]
     mix = ", ".join(f"{key} {value:g}" for key, value in fusion["mix"].items())
+    index = report["index"]
+    built = "reused as it was" if index["reused"] else f"built in {index['build_seconds']:.1f} s"
     lines = [
+        f"index {index['dir']}: {built}",
         f"tuned on {fitted['dataset']} {fitted['split']} ({fitted['queries']} queries), model {fitted['model']}",
         f"  mix: {mix}",
         f"  rrf: k {fusion['rrf']['k']}",

@@ -1,8 +1,13 @@
 """`needle tune` end to end on a small BEIR dataset built from the sample corpus (train and test splits), with the
-real MiniLM model, FAISS and bm25s: fusion.json written, checked and used by search, the YAML pipeline and rebuilds."""
+real MiniLM model, FAISS and bm25s: fusion.json written, checked and used by search, the YAML pipeline and rebuilds;
+the index searched as it is when it fits, and the tuned generation linked from the live one, never half-made."""
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +15,7 @@ import yaml
 
 from needle.cli import main
 from needle.eval import load_beir
+from needle.eval.command import evaluate
 from needle.index.generations import live_name, take_lock
 from needle.pipelines.fusion import Fusion, Mix, read_fusion, write_fusion
 from needle.search.searcher import Searcher
@@ -188,3 +194,129 @@ def test_default_mix_is_the_rankers_default() -> None:
 
     ranker = MixRetrieveRanker()
     assert vars(Mix()) == {k: getattr(ranker, k) for k in ("baseline", "amplitude", "slope", "midpoint")}
+
+
+NEEDLE = str(Path(sys.executable).with_name("needle"))
+PARTS = ("embeddings.npy", "dense/gen-00000001/vectors.faiss", "dense/gen-00000001/documents.sqlite",
+         "bm25/gen-000001/tokens.npy", "bm25/gen-000001/data.csc.index.npy")  # fmt: skip
+
+
+def generations(index: Path) -> list[str]:
+    """The generation directories of INDEX, partial ones included."""
+    return sorted(p.name for p in index.glob("gen-*"))
+
+
+def linked(index: Path, old: str, new: str) -> bool:
+    """Whether generation NEW's parts are generation OLD's files (hard links: nothing was encoded or saved again)."""
+    return all((index / old / part).stat().st_ino == (index / new / part).stat().st_ino for part in PARTS)
+
+
+def shared_path(index: Path, generation: str) -> Path:
+    """Where the BM25 part of GENERATION reads its documents from, resolved."""
+    store = index / generation / "bm25"
+    manifest = json.loads((store / "gen-000001" / "manifest.json").read_text())
+    return (store / str(manifest["document_store_path"])).resolve()
+
+
+def snapshot(generation: Path) -> dict[str, bytes]:
+    """Every file of a generation (the stores' lock files aside) and its bytes."""
+    return {
+        str(p.relative_to(generation)): p.read_bytes()
+        for p in generation.rglob("*")
+        if p.is_file() and p.name != "LOCK"
+    }
+
+
+def test_first_tune_builds_the_index_once_and_links_the_tuned_generation(tuned: tuple[Path, Path, dict]) -> None:
+    _, index, report = tuned
+    assert (report["index"]["reused"], report["index"]["dir"]) == (False, str(index))
+    assert report["index"]["build_seconds"] > 0
+    assert (generations(index), report["generation"]) == (["gen-000001", "gen-000002"], "gen-000002")
+    assert linked(index, "gen-000001", "gen-000002")  # BM25 tokenised and embeddings written once
+    assert shared_path(index, "gen-000002") == (index / "gen-000002" / "dense").resolve()
+
+
+def test_tune_of_a_fitting_index_reuses_it_and_publishes_one_linked_generation(
+    tuned: tuple[Path, Path, dict], tmp_path: Path, minilm_path: str, capsys: pytest.CaptureFixture
+) -> None:
+    dataset, index, first = tuned
+    copy = tmp_path / "index"
+    shutil.copytree(index, copy)
+    before = snapshot(copy / "gen-000002")
+    capsys.readouterr()
+    assert main(["tune", str(dataset), "--index-dir", str(copy), "--model", minilm_path]) == 0
+    assert f"index {copy}: reused as it was" in capsys.readouterr().out
+    assert generations(copy) == ["gen-000002", "gen-000003"]  # one new generation; the one it replaced kept
+    assert linked(copy, "gen-000002", "gen-000003")
+    assert shared_path(copy, "gen-000003") == (copy / "gen-000003" / "dense").resolve()
+    assert snapshot(copy / "gen-000002") == before  # nothing written through a link
+    assert read_fusion(copy) == Fusion(
+        Mix(**first["fusion"]["mix"]), first["fusion"]["rrf"]["k"], first["fusion"]["fitted_on"]
+    )
+    result = evaluate(dataset, split="train", mode="hybrid", model=minilm_path, index_dir=copy, latency_queries=0)
+    assert result.index_reused is True
+    assert result.fusion is not None
+    assert result.fusion["source"] == "tuned"
+    assert result.metrics["ndcg@10"] == pytest.approx(first["train"]["mix"]["tuned"])
+    assert main(["tune", str(dataset), "--index-dir", str(copy), "--reset"]) == 0
+    assert generations(copy) == ["gen-000003", "gen-000004"]
+    assert linked(copy, "gen-000003", "gen-000004")
+    saved = yaml.safe_load((copy / "gen-000004" / "hybrid_search.yaml").read_text())
+    assert {k: saved["components"]["mix"]["init_parameters"][k] for k in vars(Mix())} == vars(Mix())
+    assert hybrid_ids(copy, "zip files", capsys)
+
+
+def test_a_part_not_as_saved_fails_the_tune_and_leaves_index_and_fusion_as_they_were(
+    tuned: tuple[Path, Path, dict], tmp_path: Path, minilm_path: str, capsys: pytest.CaptureFixture
+) -> None:
+    dataset, index, _ = tuned
+    copy = tmp_path / "index"
+    shutil.copytree(index, copy)
+    with take_lock(copy):
+        write_fusion(copy, Fusion(Mix(baseline=1.0, amplitude=0.0), 61, {"note": "by hand"}))
+    fusion_before = (copy / "fusion.json").read_bytes()
+    embeddings = copy / "gen-000002" / "embeddings.npy"
+    data = bytearray(embeddings.read_bytes())
+    data[-1] ^= 0xFF  # same size, other bytes: a search never reads this file, a relink must not vouch for it
+    embeddings.write_bytes(bytes(data))
+    answer = hybrid_ids(copy, "zip files", capsys)
+    assert main(["tune", str(dataset), "--index-dir", str(copy), "--model", minilm_path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "embeddings.npy" in err, err
+    assert (live_name(copy), generations(copy)) == ("gen-000002", ["gen-000001", "gen-000002"])
+    assert (copy / "fusion.json").read_bytes() == fusion_before
+    assert hybrid_ids(copy, "zip files", capsys) == answer
+
+
+def stopped_inside_publish(argv: list[str], index: Path) -> bool:
+    """Run ARGV, stop it (SIGSTOP) as soon as its `.partial` generation appears, then SIGKILL it; returns whether
+    the generation was still partial while the process stood still (False: it finished before it was seen)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while proc.poll() is None:
+            if any(index.glob("gen-*.partial")):
+                proc.send_signal(signal.SIGSTOP)
+                return any(index.glob("gen-*.partial"))
+            time.sleep(0.001)
+        return False
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_tune_killed_while_it_publishes_leaves_the_old_generation_answering(
+    tuned: tuple[Path, Path, dict], tmp_path: Path, minilm_path: str, capsys: pytest.CaptureFixture
+) -> None:
+    dataset, index, _ = tuned
+    copy = tmp_path / "index"
+    shutil.copytree(index, copy)
+    before, answer = snapshot(copy / "gen-000002"), hybrid_ids(copy, "zip files", capsys)
+    argv = [NEEDLE, "tune", str(dataset), "--index-dir", str(copy), "--model", minilm_path]
+    assert any(stopped_inside_publish(argv, copy) for _ in range(3)), "no try was stopped inside its publish"
+    live = str(live_name(copy))
+    assert snapshot(copy / live) == before  # the generation it was publishing never became live
+    assert hybrid_ids(copy, "zip files", capsys) == answer
+    assert main(["tune", str(dataset), "--index-dir", str(copy), "--model", minilm_path]) == 0
+    assert not list(copy.glob("*.partial"))
+    assert hybrid_ids(copy, "zip files", capsys) == answer
