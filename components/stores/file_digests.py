@@ -124,12 +124,14 @@ def digest_files(
     directory: Path, sizes: Mapping[str, int], on_progress: DigestProgress | None = None
 ) -> dict[str, str]:
     """The sha256 of each file of DIRECTORY that SIZES names (relative path -> its size in bytes), one after the
-    other: a generation being written, whose files are still in the page cache.
+    other: a generation being written, whose files are still in the page cache. A file this process has already
+    hashed in this very version (a part `needle tune` links from the live generation and has just checked) is not
+    read again (``_known_digest``).
 
     :param on_progress: see the module docstring; the stage is ``DIGESTING``, the total the sum of SIZES.
     """
     tally = _Tally(on_progress, DIGESTING, sum(sizes.values()))
-    return {name: sha256_file(directory / name, tally.advance) for name in sizes}
+    return {name: _known_digest(directory / name, tally.advance) for name in sizes}
 
 
 def _known_digest(path: Path, advance: Advance | None = None) -> str:
