@@ -1,11 +1,11 @@
 """BM25 speed on one core: needle's BM25 index searched through ``Searcher`` vs raw bm25s (numba), PISA, tantivy.
 
-Ours: ``needle.index.build.build_index`` (BM25 only, the default tokenizer) into a temporary directory, searched
-with ``needle.search.searcher.Searcher(DIR, "bm25", top_k)``: the YAML batch pipeline, new Haystack Documents out
-(content and meta read from the saved index), its retriever on one thread (``n_threads: 1``). Raw bm25s: the same
-passages (``iter_corpus``, as the index reader reads them), ``bm25s.tokenize`` (English stopwords, Snowball stemmer) and
-``BM25(method="lucene", k1=0.9, b=0.4, backend="numba")``, ``retrieve(n_threads=1)``; its hits with a score become
-Haystack Documents the cheapest way (the stored fields copied into a new object with the score and its own meta,
+Ours: ``needle_retrieval.index.build.build_index`` (BM25 only, the default tokenizer) into a temporary directory,
+searched with ``needle_retrieval.search.searcher.Searcher(DIR, "bm25", top_k)``: the YAML batch pipeline, new Haystack
+Documents out (content and meta read from the saved index), its retriever on one thread (``n_threads: 1``). Raw bm25s:
+the same passages (``iter_corpus``, as the index reader reads them), ``bm25s.tokenize`` (English stopwords, Snowball
+stemmer) and ``BM25(method="lucene", k1=0.9, b=0.4, backend="numba")``, ``retrieve(n_threads=1)``; its hits with a score
+become Haystack Documents the cheapest way (the stored fields copied into a new object with the score and its own meta,
 the collector off meanwhile), since a retriever must return Documents. The note gives the ratio against raw bm25s
 returning only its (rows, scores) arrays as well. PISA (``pyterrier_pisa``, Porter, k1 0.9, b 0.4) and tantivy
 (``tantivy``, its ``en_stem`` analyzer) are set against ours in the same rounds when installed (their hits become
@@ -49,9 +49,9 @@ from synthetic_corpus import write_corpus
 
 from components.converters.jsonl_corpus_reader import iter_corpus
 from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
-from needle.defaults import DEFAULT_MODEL
-from needle.index.build import build_index
-from needle.search.searcher import Searcher
+from needle_retrieval.defaults import DEFAULT_MODEL
+from needle_retrieval.index.build import build_index
+from needle_retrieval.search.searcher import Searcher
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact"
 SIZES = {"small": (5_183, 300, 7), "large": (1_000_000, 1_000, 3)}  # synthetic passages, queries, rounds

@@ -1,8 +1,8 @@
-"""End-to-end query speed: ``needle.search.searcher.Searcher`` (the YAML pipelines) vs the raw libraries doing the
-same work.
+"""End-to-end query speed: ``needle_retrieval.search.searcher.Searcher`` (the YAML pipelines) vs the raw libraries doing
+the same work.
 
-Ours: an index built by ``needle.index.build.build_index`` (dense + BM25) in a temporary directory, searched through
-``Searcher`` in each mode. Raw: the same model loaded by sentence-transformers (``encode``), a faiss
+Ours: an index built by ``needle_retrieval.index.build.build_index`` (dense + BM25) in a temporary directory, searched
+through ``Searcher`` in each mode. Raw: the same model loaded by sentence-transformers (``encode``), a faiss
 ``IndexFlatIP`` over the index's own embeddings, bm25s with the same settings, tokenizer and scoring backend as
 our store, and the corpus held in a Python list; hybrid and rrf raw run both searches (100 candidates each) and
 the same fusion math in numpy. Both sides return, per query, the top_k documents with their scores.
@@ -52,9 +52,9 @@ from _timing import rotating_rounds
 
 from components.embedders.model_resolver import resolve_model
 from components.stores.hits import collector_paused
-from needle.defaults import DEFAULT_MODEL
-from needle.index.build import build_index
-from needle.search.searcher import Searcher
+from needle_retrieval.defaults import DEFAULT_MODEL
+from needle_retrieval.index.build import build_index
+from needle_retrieval.search.searcher import Searcher
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact"
 SIZES = {"small": (300, 30, 40, 3), "large": (5183, 300, 0, 3)}  # passages, queries, words kept (0: all), rounds

@@ -8,7 +8,8 @@ into a fresh directory:
 * one-shot: pipelines/bm25_index.yaml and dense_index.yaml run once over the whole corpus, as `needle index` did
   before it streamed (the reader's list of every Document, the embedder's matrix and per-Document embedding
   lists, one store write);
-* streamed: ``needle.index.build.build_index`` as `needle index` runs now, with ``--chunk-size`` 1,000 (small) or
+* streamed: ``needle_retrieval.index.build.build_index`` as `needle index` runs now, with ``--chunk-size`` 1,000 (small)
+or
   10,000 (medium, large).
 
 The dense builds use a tiny sentence-transformers model (2-layer BERT, hidden size 32, random weights, MiniLM's
@@ -59,8 +60,8 @@ def rss(field):
     raise RuntimeError(field)
 
 mode, part, corpus, out, model, chunk = sys.argv[1:7]
-from needle.pipelines import files as pf
-from needle.index.build import build_index
+from needle_retrieval.pipelines import files as pf
+from needle_retrieval.index.build import build_index
 if part == "dense":
     from sentence_transformers import SentenceTransformer
     SentenceTransformer(model)  # imports and loads what the build will: base covers the model

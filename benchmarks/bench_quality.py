@@ -30,7 +30,7 @@ from components.embedders import (
 )
 from components.retrievers import FAISSBatchEmbeddingRetriever
 from components.stores import FAISSDocumentStore
-from needle.eval import evaluate_run, load_beir, run_from_rankings
+from needle_retrieval.eval import evaluate_run, load_beir, run_from_rankings
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"

@@ -1,5 +1,6 @@
 """Load on `needle serve`: a bounded number of searches at a fixed concurrency to the served bm25, dense and hybrid
-pipelines and to UltraRAG's /search, beside the same searches run in process (``needle.search.searcher.Searcher``).
+pipelines and to UltraRAG's /search, beside the same searches run in process
+(``needle_retrieval.search.searcher.Searcher``).
 
     python benchmarks/bench_serve.py [--index DIR] [--requests 2000] [--concurrency 16] [--small] [--json OUT]
 
@@ -48,14 +49,14 @@ def free_port() -> int:
 
 
 def build_index(out: Path) -> None:
-    cmd = [sys.executable, "-m", "needle.cli", "index", str(SAMPLE), "--out", str(out), "--bm25"]
+    cmd = [sys.executable, "-m", "needle_retrieval.cli", "index", str(SAMPLE), "--out", str(out), "--bm25"]
     subprocess.run(cmd, check=True, cwd=REPO, capture_output=True)
 
 
 def start_server(index: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     """`needle serve INDEX` on PORT; returns once /status answers."""
     with log.open("wb") as sink:
-        cmd = [sys.executable, "-m", "needle.cli", "serve", str(index), "--port", str(port)]
+        cmd = [sys.executable, "-m", "needle_retrieval.cli", "serve", str(index), "--port", str(port)]
         process = subprocess.Popen(cmd, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT)
     end = time.monotonic() + 300
     while time.monotonic() < end:
@@ -110,7 +111,7 @@ async def load(url: str, bodies: list[dict[str, object]], concurrency: int) -> d
 
 def in_process(index: Path, mode: str, queries: list[str]) -> dict[str, float]:
     """The same searches through Searcher, one at a time."""
-    from needle.search.searcher import Searcher
+    from needle_retrieval.search.searcher import Searcher
 
     searcher = Searcher(index, mode=mode, top_k=5)
     searcher.search(queries[:2])  # warm

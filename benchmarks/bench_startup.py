@@ -38,8 +38,9 @@ QUERY = "sort a list in place"
 
 
 def needle(*args: str) -> list[str]:
-    """The `needle` console script's command line, run as the installed entry point does (``needle.cli:main``)."""
-    return [sys.executable, "-c", "import sys; from needle.cli import main; sys.exit(main())", *args]
+    """The `needle` console script's command line, run as the installed entry point does
+    (``needle_retrieval.cli:main``)."""
+    return [sys.executable, "-c", "import sys; from needle_retrieval.cli import main; sys.exit(main())", *args]
 
 
 def commands(index: Path) -> dict[str, list[str]]:

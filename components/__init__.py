@@ -19,7 +19,7 @@ from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one place the version is defined: pyproject.toml reads it (dynamic)
 
 _SECURITY = "haystack.core.serialization_security"
 

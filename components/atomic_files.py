@@ -1,4 +1,4 @@
-"""Replace a file crash-safely: the one way every writer of components/ and needle/ puts a file in place.
+"""Replace a file crash-safely: the one way every writer of components/ and needle_retrieval/ puts a file in place.
 
 The new bytes go to a temporary sibling (``temp_sibling``: the same directory, so the rename never crosses a file
 system; a hidden name unique to this process and call, so two writers never share one), which is fsynced and

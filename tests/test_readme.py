@@ -1,7 +1,7 @@
 """Every example in README.md runs: python blocks are executed, console blocks run line by line.
 
 They run in a scratch directory that links `samples/` and `pipelines/`, as a user's checkout would have them.
-The `text` block of `needle eval` on SciFact is run by tests/needle/eval/test_scifact.py.
+The `text` block of `needle eval` on SciFact is run by tests/needle_retrieval/eval/test_scifact.py.
 """
 
 import os

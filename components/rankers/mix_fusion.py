@@ -1,8 +1,8 @@
 """The query-length-weighted min-max mix, once: the weight curve and the normalise-and-fuse of two score maps.
 
 Every mix in the project computes its scores here: ``MixRetrieveRanker`` and its batch twin (one query's Documents
-at a time), ``MixBatchJoiner`` (one query's Candidates at a time) and the tuner (``needle.tune.fit``, which lays
-out every training query once and then tries thousands of curves):
+at a time), ``MixBatchJoiner`` (one query's Candidates at a time) and the tuner (``needle_retrieval.tune.fit``, which
+lays out every training query once and then tries thousands of curves):
 
 - ``dense_weight``: ``w = baseline + amplitude * stable_sigmoid(slope * (length - midpoint))``, the dense side's
   share (the sparse side gets ``1 - w``);

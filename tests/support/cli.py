@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from needle.cli import main
+from needle_retrieval.cli import main
 
 
 def search_json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[list[dict[str, object]]]:

@@ -1,6 +1,6 @@
 """Shared by the `needle serve` tests: one sample index per session, real servers as subprocesses, raw HTTP.
 
-Servers run `python -m needle.cli serve` from this checkout on a free 127.0.0.1 port, log to a file (a pipe
+Servers run `python -m needle_retrieval.cli serve` from this checkout on a free 127.0.0.1 port, log to a file (a pipe
 nobody reads would block a chatty server) and are stopped by the test session or the ``started`` context.
 """
 
@@ -82,7 +82,7 @@ def free_port() -> int:
 
 def needle_command(*args: str) -> list[str]:
     """The CLI of this checkout, run by this interpreter."""
-    return [sys.executable, "-m", "needle.cli", *args]
+    return [sys.executable, "-m", "needle_retrieval.cli", *args]
 
 
 def server_env() -> dict[str, str]:

@@ -16,9 +16,9 @@ from haystack.utils import Secret
 from components.embedders import InfinityServer, InfinitySettings
 from components.embedders.embedder_factory import EmbedderSpec, create_embedders, embedder_spec
 from components.embedders.infinity_server import lease, release
-from needle.index.build import build_index
-from needle.index.manifest import IndexManifest
-from needle.search.searcher import Searcher
+from needle_retrieval.index.build import build_index
+from needle_retrieval.index.manifest import IndexManifest
+from needle_retrieval.search.searcher import Searcher
 from tests.support.paths import INFINITY, REPO
 
 QUERIES = ["read and write zip archives", "run code in a separate thread", "parse command line options"]

@@ -25,7 +25,7 @@ from components.retrievers.milvus import (
     MilvusHybridRetriever,
 )
 from components.stores.milvus import MilvusDocumentStore
-from needle.pipelines import files as pf
+from needle_retrieval.pipelines import files as pf
 from tests.support import milvus as milvus_support
 from tests.support.milvus import DIM, assert_same_results, corpus, ids
 from tests.support.paths import SAMPLE

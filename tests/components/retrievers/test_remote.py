@@ -12,7 +12,7 @@ from haystack import Pipeline
 
 from components.retrievers.remote import UltraRAGRemoteBatchRetriever, UltraRAGRemoteRetriever
 from components.retrievers.remote.deploy_client import RemoteSearchError, search_url
-from needle.search.searcher import Searcher
+from needle_retrieval.search.searcher import Searcher
 from tests.support.serve import Server, sample_index, shared_server
 
 pytestmark = pytest.mark.integration

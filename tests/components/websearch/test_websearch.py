@@ -30,7 +30,7 @@ from components.websearch import (
     ZhipuAIBatchWebSearch,
     ZhipuAIWebSearch,
 )
-from needle.pipelines import files as pf
+from needle_retrieval.pipelines import files as pf
 from tests.support.paths import SAMPLE
 from tests.support.servers.websearch import API_KEY, ZHIPU_PATH, State, serve
 

@@ -14,7 +14,7 @@ from haystack import Document
 from components.retrievers.bm25.batch_retriever import BM25BatchRetriever
 from components.retrievers.bm25.retriever import BM25Retriever
 from components.stores.bm25.document_store import BM25DocumentStore
-from needle.cli import main
+from needle_retrieval.cli import main
 from tests.support.cli import search_json
 
 CORPORA = {"stopwords": ["the a an of", "is it the and"], "nul": ["x\u0000y"]}

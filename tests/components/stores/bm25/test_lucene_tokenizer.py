@@ -120,7 +120,7 @@ def _scored(documents: list[Document]) -> list[tuple[str, float]]:
 def test_needle_index_bm25_tokenizer_lucene_is_recorded_and_searched(tmp_path: Path, capsys) -> None:
     """`needle index --bm25-tokenizer lucene`: the index finds a one-letter query (vitamin "d") that a default
     index cannot, every later search uses the recorded tokenizer, and the flag is refused where it cannot apply."""
-    from needle.cli import main
+    from needle_retrieval.cli import main
 
     corpus = tmp_path / "corpus.jsonl"
     lines = [{"id": "d", "contents": "vitamin d and bone density"}, {"id": "k", "contents": "vitamin k and clotting"}]

@@ -194,7 +194,7 @@ def test_damaged_index_directories_are_reported_with_the_file(saved: Path, damag
 
 def test_a_corrupted_npy_header_of_the_same_size_is_reported_with_the_file(saved: Path) -> None:
     """Garbage inside an array file (size unchanged) is caught when the file is opened, even with its digest
-    rewritten to match (tests/needle/index/test_integrity.py covers the digest itself)."""
+    rewritten to match (tests/needle_retrieval/index/test_integrity.py covers the digest itself)."""
     file = generation(saved) / "indptr.csc.index.npy"
     data = bytearray(file.read_bytes())
     data[:6] = b"XXXXXX"

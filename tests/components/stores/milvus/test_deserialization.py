@@ -14,9 +14,10 @@ from haystack.core.errors import DeserializationError
 
 import components  # noqa: F401  (the import alone must allowlist what our Milvus pipelines name)
 from components.stores.milvus.document_store import MilvusDocumentStore
-from needle.pipelines import files as pf
+from needle_retrieval.pipelines import files as pf
+from needle_retrieval.pipelines import shipped
 
-MILVUS_PIPELINES = sorted(p.stem for p in pf.PIPELINES_DIR.glob("milvus_*.yaml"))
+MILVUS_PIPELINES = [name for name in shipped.names() if name.startswith("milvus_")]
 
 
 def popen_gadget(marker: Path) -> dict[str, object]:

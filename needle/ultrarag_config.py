@@ -1,8 +1,0 @@
-"""``needle.ultrarag_config``, the module name the README gives for Python use of UltraRAG's parameter file.
-
-It lives in ``needle.ultrarag.config``; this name hands on its public functions.
-"""
-
-from needle.ultrarag.config import UltraRAGConfig, index_with_config, load_config, search_target, web_search_component
-
-__all__ = ["UltraRAGConfig", "index_with_config", "load_config", "search_target", "web_search_component"]

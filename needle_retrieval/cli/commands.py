@@ -1,0 +1,310 @@
+"""`needle`: build, search and evaluate retrieval indexes made of Haystack pipelines.
+
+    needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
+                [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]] [--chunk-size N]
+                [--index-type flat|hnsw [--hnsw-m M] [--ef-construction N] [--ef-search N]]
+                [--batch-size N] [--threads N]
+    needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--fusion FILE|default] [--json]
+                [--batch-size N] [--threads N]
+    needle search DIR --queries FILE [--output RUN.trec|RUN.jsonl] [--run-tag T] [--top-k K] [--json]
+    needle index --config parameter.yaml [--out DIR] [--batch-size N] [--threads N]
+    (needle_retrieval.ultrarag.config) needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
+    needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
+                [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
+                [--fusion FILE|default] [--latency-queries N]
+    needle tune DATASET_DIR [--split train] [--model M] [--index-dir DIR] [--json FILE] [--out FILE | --reset]
+                (fit the hybrid fusion and install it, write it to FILE only, or undo it)
+    needle serve DIR [--host H] [--port P] [--reranker MODEL_DIR] [--fusion FILE|default]
+                (POST /<mode>_search/run, /mcp, /search, /rerank)
+    needle mcp --config parameter.yaml   (UltraRAG's retriever MCP tools on stdio, index-building tools included)
+    needle pipelines list [--json] | show NAME   (the YAML pipelines the package ships, to read, edit and load)
+
+User errors (missing corpus, missing or broken index, wrong model, bad corpus line, a bad query or --top-k,
+an --out that is a file, read-only or someone else's directory, another `needle index` writing the same
+directory) print one line on stderr and exit with status 2; set NEEDLE_DEBUG=1 to see the traceback instead.
+"""
+
+import argparse
+import atexit
+import gc
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from components.checks import check_queries
+from needle_retrieval.cli.options import EXIT_USAGE, limit_threads, quiet_lite_logging
+from needle_retrieval.cli.parser import parser
+from needle_retrieval.defaults import DEFAULT_TOP_K, QUERY_BATCH, RUN_DEPTH
+from needle_retrieval.errors import NeedleError
+from needle_retrieval.index.checks import check_corpus, check_readable
+
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a command killed by SIGPIPE, as `cat` or `grep` would be
+Command = Callable[[argparse.Namespace], None]
+
+
+def cmd_index(args: argparse.Namespace) -> None:
+    """Build (or rebuild) an index directory from a corpus JSONL; the flags and the corpus path are checked before
+    the index modules (Haystack, torch) are imported."""
+    if args.config is not None:
+        index_with_config(args)
+        return
+    if args.corpus is None or args.out is None:
+        raise NeedleError("needle index needs CORPUS and --out DIR (or --config parameter.yaml)")
+    if args.bm25_tokenizer != "bm25s" and (args.store != "faiss" or not args.bm25):
+        raise NeedleError("--bm25-tokenizer needs --bm25 and --store faiss (Milvus's BM25 uses its own analyzers)")
+    if args.store == "faiss" and (args.uri is not None or args.collection is not None):
+        raise NeedleError("--uri and --collection need --store milvus (FAISS keeps its index inside --out)")
+    if args.no_dense and args.batch_size is not None:
+        raise NeedleError("--batch-size sets the document embedder's batch: --no-dense embeds nothing")
+    check_corpus(Path(args.corpus))
+    limit_threads(args.threads)
+    from needle_retrieval.index.build import StoreChoice, build_index
+    from needle_retrieval.index.dense_type import DenseIndexType
+    from needle_retrieval.index.options import IndexOptions
+
+    start = time.perf_counter()
+    manifest = build_index(
+        Path(args.corpus),
+        Path(args.out),
+        model=args.model,
+        overwrite=args.overwrite,
+        dense=not args.no_dense,
+        bm25=args.bm25,
+        lang=args.lang,
+        target=StoreChoice(args.store, args.uri, args.collection),
+        multimodal=args.multimodal,
+        chunk_size=args.chunk_size,
+        index_type=DenseIndexType.from_flags(args.index_type, args.hnsw_m, args.ef_construction, args.ef_search),
+        options=IndexOptions(
+            duplicate_ids=args.duplicate_ids,
+            bm25_tokenizer=None if args.bm25_tokenizer == "bm25s" else args.bm25_tokenizer,
+            batch_size=args.batch_size,
+        ),
+    )
+    took = time.perf_counter() - start
+    where = ""
+    if manifest.store == "milvus":
+        from needle_retrieval.index.milvus_place import MilvusPlace
+
+        place = MilvusPlace(str(manifest.uri), str(manifest.collection))
+        where = f" (Milvus collection {place.collection} at {place.uri_under(Path(args.out) / manifest.generation)})"
+    print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {args.out}{where} in {took:.1f}s")
+
+
+def index_with_config(args: argparse.Namespace) -> None:
+    """`needle index --config parameter.yaml [--out DIR]`: UltraRAG's retriever file drives the build; --batch-size
+    replaces the file's ``batch_size``."""
+    from needle_retrieval.ultrarag import config as ultrarag_config
+
+    ultrarag_config.check_no_flags(vars(args))
+    limit_threads(args.threads)
+    overrides = None if args.batch_size is None else {"batch_size": args.batch_size}
+    start = time.perf_counter()
+    out_dir = Path(args.out) if args.out else None
+    manifest, out = ultrarag_config.index_with_config(Path(args.config), out_dir, overrides)
+    took = time.perf_counter() - start
+    print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {out} in {took:.1f}s")
+
+
+def cmd_search(args: argparse.Namespace) -> None:
+    """Answer queries from an index directory; text for people, --json for scripts. Queries and the index path are
+    checked before the search modules are imported, and transformers is imported only for a mode with a model.
+
+    With --config, the file names the index, its mode, top_k (unless --top-k) and the query instruction: the
+    file's `query_instruction` replaces the one the index recorded (an empty one keeps the recorded one, as an
+    UltraRAG request's empty instruction does on `needle serve`'s /search)."""
+    index_dir, top_k, instruction = args.index_dir, args.top_k or DEFAULT_TOP_K, None
+    from needle_retrieval.search.runs import batch_run, search_in_batches
+
+    batch = batch_run(args)  # --queries FILE: read and checked before anything heavy loads
+    if args.config is not None:  # the file names the index; the first positional is a query
+        from needle_retrieval.ultrarag.config import load_config, search_target
+
+        config = load_config(Path(args.config))
+        index_dir, file_mode = search_target(config)
+        args.queries, top_k = [args.index_dir, *args.queries], args.top_k or config.top_k
+        args.mode = args.mode or file_mode
+        instruction = config.spec.settings.get("query_instruction") or None
+    if batch is not None:
+        top_k = args.top_k or RUN_DEPTH
+    elif not args.queries:
+        raise NeedleError("the following arguments are required: QUERY (or --queries FILE)")
+    else:
+        check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
+    check_readable(Path(index_dir))
+    limit_threads(args.threads)
+    if args.mode != "bm25":
+        quiet_model_loading()
+    from needle_retrieval.search.hits import as_hits
+    from needle_retrieval.search.searcher import Searcher
+
+    searcher = Searcher(
+        Path(index_dir), args.mode, top_k, model=args.model, fusion=args.fusion, query_instruction=instruction,
+        bm25_threads=args.threads,
+    )  # fmt: skip
+    size = args.batch_size or QUERY_BATCH
+    try:
+        if batch is not None:
+            batch.write(searcher, size)
+            return
+        results = list(search_in_batches(searcher, args.queries, size))
+    finally:
+        searcher.close()
+    if args.json:
+        print(json.dumps([as_hits(docs) for docs in results], ensure_ascii=False))
+        return
+    for query, docs in zip(args.queries, results, strict=True):
+        print(f"\n{query}  [{searcher.mode}]")
+        for rank, doc in enumerate(docs, 1):
+            snippet = " ".join((doc.content or "").split())[:110]
+            print(f"  {rank:>2}. {doc.score:8.4f}  {doc.id}  {snippet}")
+        if not docs:
+            print("   (no results)")
+
+
+def quiet_model_loading() -> None:
+    """No "Loading weights" bar above the answers (transformers leaves this function unannotated)."""
+    import transformers.utils.logging
+
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated upstream
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    """Score a retrieval setup on a BEIR split; print a table, optionally save JSON, a plot, a TREC run."""
+    from needle_retrieval.eval import EvalResult, format_table, load_results, plot
+
+    results: list[EvalResult] = load_results(args.compare) if args.compare else []
+    if args.dataset_dir:
+        from needle_retrieval.eval.command import evaluate
+
+        result = evaluate(
+            Path(args.dataset_dir),
+            split=args.split,
+            mode=args.mode,
+            store=args.store,
+            model=args.model,
+            pipeline=Path(args.pipeline) if args.pipeline else None,
+            index_dir=Path(args.index_dir) if args.index_dir else None,
+            name=args.name,
+            run_file=Path(args.run_file) if args.run_file else None,
+            fusion=args.fusion,
+            latency_queries=args.latency_queries,
+        )
+        if args.json:
+            result.save(args.json)
+        results.append(result)
+    if not results:
+        raise NeedleError("nothing to evaluate: give a DATASET_DIR, or --compare with result files")
+    print(format_table(results))
+    if args.plot:
+        plot(results, args.plot)
+        print(f"plot written to {args.plot}")
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    """Serve an index directory's search pipelines over HTTP (this process becomes the server)."""
+    from needle_retrieval.serve.server import serve
+
+    serve(
+        Path(args.index_dir),
+        host=args.host,
+        port=args.port,
+        cors_origins=args.cors_origin or [],
+        reranker=args.reranker,
+        reranker_max_batch=args.reranker_max_batch,
+        deploy_search=args.allow_deploy_search,
+        fusion=args.fusion,
+    )
+
+
+def cmd_tune(args: argparse.Namespace) -> None:
+    """`needle tune` (``needle_retrieval.tune.command``): fit the hybrid fusion and install it, write it to --out only,
+    or --reset."""
+    from needle_retrieval.tune.command import cmd_tune as tune
+
+    tune(args)
+
+
+def cmd_mcp(args: argparse.Namespace) -> None:
+    """UltraRAG's retriever MCP server on stdio over the index a parameter file describes."""
+    from needle_retrieval.serve.mcp_stdio import run_stdio
+
+    run_stdio(Path(args.config))
+
+
+def cmd_pipelines(args: argparse.Namespace) -> None:
+    """`needle pipelines list|show`: the shipped YAML pipelines (``needle_retrieval.pipelines.shipped``)."""
+    from needle_retrieval.pipelines.shipped import print_list, print_pipeline
+
+    if args.pipelines_command == "show":
+        print_pipeline(args.name)
+    else:
+        print_list(as_json=args.json)
+
+
+COMMANDS: dict[str, Command] = {
+    "index": cmd_index,
+    "search": cmd_search,
+    "eval": cmd_eval,
+    "serve": cmd_serve,
+    "mcp": cmd_mcp,
+    "tune": cmd_tune,
+    "pipelines": cmd_pipelines,
+}
+# Haystack's DocumentStoreError (in user_error) covers DirectoryLockedError (another writer) and damaged store files;
+# OSError a full disk, a read-only place or a missing file.
+LIGHT_USER_ERRORS = (NeedleError, ValueError, OSError)
+
+
+def user_error(error: BaseException) -> BaseException | None:
+    """The user-facing error behind ERROR: pipelines wrap a component's error in PipelineRuntimeError. An error
+    raised before Haystack was imported cannot be one of its types, so Haystack is not imported to tell."""
+    if "haystack" not in sys.modules:
+        return error if isinstance(error, LIGHT_USER_ERRORS) else None
+    from haystack.core.errors import PipelineRuntimeError
+    from haystack.document_stores.errors import DocumentStoreError
+
+    while isinstance(error, PipelineRuntimeError) and error.__cause__ is not None:
+        error = error.__cause__
+    return error if isinstance(error, (*LIGHT_USER_ERRORS, DocumentStoreError)) else None
+
+
+def run_cli(func: Command, args: argparse.Namespace) -> int:
+    """Run a sub-command, turning user errors into one line on stderr."""
+    try:
+        func(args)
+    except BrokenPipeError:  # the reader closed stdout early (`needle search ... | head`): it wants no more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return EXIT_BROKEN_PIPE
+    except Exception as raised:
+        e = user_error(raised)
+        if e is None or os.environ.get("NEEDLE_DEBUG"):
+            raise
+        message = " ".join(str(e).split())
+        print(f"needle: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
+def settle_before_teardown() -> None:
+    """At exit, collect the garbage there is (its finalizers run, its files flush), then freeze what is left.
+
+    The interpreter's teardown otherwise walks the object graphs of torch, numba and Haystack in collection after
+    collection while it clears the modules: about 1 s of a BM25 search's wall, half of it beyond what a bare
+    ``import haystack`` pays (benchmarks/bench_startup.py). Frozen objects are still freed by their reference
+    counts; only the cycles among them are left to the process's end, as Python's shutdown does not promise more.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `needle` console script."""
+    atexit.unregister(settle_before_teardown)  # once per process, however often main runs (tests call it)
+    atexit.register(settle_before_teardown)
+    args = parser().parse_args(argv)
+    quiet_lite_logging()
+    return run_cli(COMMANDS[args.command], args)

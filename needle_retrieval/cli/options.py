@@ -1,0 +1,121 @@
+"""The argparse types of the `needle` parser and the CLI's first settings, importable without Haystack or torch.
+
+`needle --help`, `--version` and argument errors answer from this module, ``needle_retrieval.cli.parser``,
+``needle_retrieval.defaults``, ``needle_retrieval.index.checks`` and ``components.checks`` alone.
+"""
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
+
+from components.checks import MAX_QUERIES, MAX_TOP_K
+from needle_retrieval.defaults import DISTRIBUTION
+from needle_retrieval.errors import NeedleError
+from needle_retrieval.index.checks import check_chunk_size
+
+if TYPE_CHECKING:
+    from needle_retrieval.pipelines.fusion import FusionSetting
+
+EXIT_USAGE = 2
+
+
+def needle_version() -> str:
+    """The installed distribution's version; a source checkout that was never installed says so."""
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        from components import __version__
+
+        return f"{__version__} (source checkout, not installed)"
+
+
+def quiet_lite_logging() -> None:
+    """Keep Milvus Lite's and gRPC's logging off stderr: the store's one-line errors say what failed.
+
+    ``milvus_lite.server_manager`` logs the failed start of a locked database with ``logger.exception`` before
+    pymilvus raises, and without a handler Python prints that traceback on stderr, above the CLI's one-line
+    error. gRPC's C core logs through absl straight to stderr (e.g. "Received a GOAWAY ... too_many_pings"); it
+    reads ``GRPC_VERBOSITY`` once, when ``grpc`` is first imported, so the CLI sets it before anything imports
+    pymilvus (a value the user set is kept). pymilvus's own loggers are quieted where a store connects
+    (``components.stores.milvus.connection.quiet_pymilvus``).
+    """
+    logging.getLogger("milvus_lite.server_manager").setLevel(logging.CRITICAL)
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: an integer in [LOW, HIGH]; the error states the range (argparse names the flag)."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {value}")
+        return value
+
+    return number
+
+
+# argparse type: hits per query, the range every retriever accepts (components.checks.check_top_k's).
+top_k_number = int_in(1, MAX_TOP_K)
+MAX_EMBED_BATCH = 65_536  # texts (images) per encode batch: the image embedder's own limit, the largest of any
+# argparse types: `needle index --batch-size` (texts per encode batch) and `needle search --batch-size` (queries per
+# pipeline run, at most what one run takes: components.checks.MAX_QUERIES).
+embed_batch_number = int_in(1, MAX_EMBED_BATCH)
+query_batch_number = int_in(1, MAX_QUERIES)
+MAX_THREADS = 1024
+thread_number = int_in(1, MAX_THREADS)  # argparse type of --threads
+# What OpenMP (torch's and FAISS's, and FAISS's OpenBLAS), MKL and OpenBLAS read once, when they load.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def limit_threads(threads: int | None) -> None:
+    """`--threads N`: the CPU threads of this process's torch (encoding) and FAISS (search, HNSW build) work.
+
+    Nothing is imported for it, so a BM25 search still loads no model library: the environment variables
+    ``THREAD_VARIABLES`` are set for the libraries that load later in this process (torch and FAISS read them when
+    they load), and a library that is loaded already (a caller's, or a test's) is told through its own setter
+    (``torch.set_num_threads``, ``faiss.omp_set_num_threads``). BM25 scoring is the BM25 retrievers' ``n_threads``
+    (``needle_retrieval.search.searcher.Searcher``'s ``bm25_threads``): numba's own thread pool is never used, as the
+    BM25 kernels are serial and the retrievers split a batch over Python threads. None (no flag): the libraries' own.
+    """
+    if threads is None:
+        return
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
+    faiss = sys.modules.get("faiss")
+    if faiss is not None:
+        faiss.omp_set_num_threads(threads)
+
+
+def chunk_size_number(text: str) -> int:
+    """argparse type: documents per chunk of `needle index`, an integer >= 1."""
+    try:
+        return check_chunk_size(int(text))
+    except (ValueError, NeedleError):
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (documents per chunk), got {text!r}") from None
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 1-65535."""
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port in [1, 65535], got {value}")
+    return value
+
+
+def fusion_option(value: str) -> "FusionSetting":
+    """argparse type of ``--fusion FILE|default``: ``needle_retrieval.pipelines.fusion.fusion_option``, imported only
+    when the flag is given (it reads the file, with the joiners' limits)."""
+    from needle_retrieval.pipelines import fusion
+
+    return fusion.fusion_option(value)

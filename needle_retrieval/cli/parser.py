@@ -1,0 +1,324 @@
+"""The `needle` argument parser: every sub-command's flags, help texts and argument checks, with no heavy import.
+
+Building it imports only ``argparse``, ``needle_retrieval.cli.options`` and ``needle_retrieval.index.dense_type`` (no
+Haystack, no torch), so `needle --help`, `needle SUB --help`, `--version` and argument errors answer at once;
+``needle_retrieval.cli`` runs the parsed sub-command (``args.command``), importing what it needs then.
+"""
+
+import argparse
+from typing import Any, NoReturn
+
+from components.checks import MAX_QUERIES, MAX_TOP_K
+from needle_retrieval.cli.options import (
+    EXIT_USAGE,
+    MAX_EMBED_BATCH,
+    MAX_THREADS,
+    chunk_size_number,
+    embed_batch_number,
+    fusion_option,
+    int_in,
+    needle_version,
+    port_number,
+    query_batch_number,
+    thread_number,
+    top_k_number,
+)
+from needle_retrieval.defaults import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MODEL,
+    DEFAULT_TOP_K,
+    MODES,
+    QUERY_BATCH,
+    RUN_DEPTH,
+    STORES,
+)
+from needle_retrieval.index.dense_type import FLAGS, INDEX_TYPES, RANGES, DenseIndexType
+
+CONFIG_HELP = "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend, paths relative to it)"
+
+
+def add_fusion_flag(command: argparse.ArgumentParser, what: str) -> None:
+    """``--fusion FILE|default`` (``needle_retrieval.pipelines.fusion.fusion_option``): the fusion parameters of this
+    run only."""
+    command.add_argument(
+        "--fusion",
+        type=fusion_option,
+        metavar="FILE|default",
+        help=f"fusion parameters for this {what} only: a file `needle tune --out` wrote, or default (the "
+        "rankers' own, whatever DIR/fusion.json holds); default: the index's own (DIR/fusion.json if tuned)",
+    )
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit 2), like every other needle error."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``<prog>: error: <message>`` and where to find the usage, then exit with status 2."""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    p = OneLineParser(prog="needle", description="Retrieval indexes built from Haystack pipelines.")
+    p.add_argument("--version", action="version", version=f"needle {needle_version()}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ix = sub.add_parser("index", help="embed a corpus JSONL and index it (FAISS or Milvus, optionally BM25)")
+    ix.add_argument(
+        "corpus", nargs="?", help="corpus JSONL (UltraRAG `contents` lines or BEIR `_id`/`title`/`text` lines)"
+    )
+    ix.add_argument("--out", help="index directory to create, or an index to rebuild (atomically)")
+    ix.add_argument("--config", help=CONFIG_HELP + "; --out defaults to the directory of its index path")
+    ix.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model (default {DEFAULT_MODEL})")
+    ix.add_argument("--overwrite", action="store_true", help="re-encode even if the index's embeddings match")
+    ix.add_argument(
+        "--bm25",
+        action="store_true",
+        help="also build a BM25 index (with --store milvus: Milvus's BM25 function on the collection, so BM25 "
+        "and hybrid search run inside Milvus)",
+    )
+    ix.add_argument(
+        "--duplicate-ids",
+        choices=["error", "position"],
+        default="error",
+        help="a repeated corpus id: error (default), or position (UltraRAG's rule: the repeat becomes ID#LINE and "
+        "meta.corpus_id keeps ID)",
+    )
+    ix.add_argument("--no-dense", action="store_true", help="BM25 only: skip embeddings and FAISS (FAISS store only)")
+    ix.add_argument(
+        "--multimodal",
+        action="store_true",
+        help="image corpus: lines name an image_path (relative to the corpus), embedded with a CLIP-style --model "
+        "(default sentence-transformers/clip-ViT-B-32); text queries then find the images",
+    )
+    ix.add_argument(
+        "--lang",
+        default="en",
+        choices=["en", "zh", "character"],
+        help="BM25 tokenizer language (milvus: en = Milvus's english analyzer, zh = jieba; no character)",
+    )
+    ix.add_argument(
+        "--bm25-tokenizer",
+        default="bm25s",
+        choices=["bm25s", "lucene"],
+        help="BM25 tokenizer (FAISS store): bm25s (default: --lang's; for en bm25s' own, words of 2+ characters) or "
+        "lucene (Lucene's StandardTokenizer: one-character and numeric tokens kept; with --lang en also its English "
+        "stop list and Porter stemmer, for Lucene-equal recall); the index records it and every search uses it",
+    )
+    ix.add_argument(
+        "--store",
+        default="faiss",
+        choices=STORES,
+        help="faiss (default): FAISS + bm25s files in DIR; milvus: one Milvus collection for dense and BM25",
+    )
+    ix.add_argument(
+        "--uri",
+        help="milvus: a server, http://HOST:PORT (token from MILVUS_TOKEN); default: a Milvus Lite database "
+        "inside DIR (DIR/gen-NNNNNN/milvus.db)",
+    )
+    ix.add_argument(
+        "--collection",
+        help="milvus: collection name (default needle); on a server each build gets NAME_genNNNNNN and the "
+        "alias NAME follows the live one",
+    )
+    ix.add_argument(
+        "--chunk-size",
+        type=chunk_size_number,
+        default=DEFAULT_CHUNK_SIZE,
+        metavar="N",
+        help=f"documents read, embedded and written at a time (default {DEFAULT_CHUNK_SIZE:,}): memory stays "
+        "bounded by the chunk, not the corpus; the index is the same for any N",
+    )
+    add_index_type_flags(ix)
+    ix.add_argument(
+        "--batch-size",
+        type=embed_batch_number,
+        metavar="N",
+        help=f"texts (images) per encode batch of the document embedder, 1-{MAX_EMBED_BATCH} (default: the "
+        "embedder's own, 32, or batch_size of --config); the embeddings are the same for any N (up to float "
+        "rounding), and an index's embeddings are reused whatever N built them",
+    )
+    add_threads_flag(ix, "encoding (torch) and the FAISS build")
+
+    se = sub.add_parser("search", help="search an index directory")
+    se.add_argument("index_dir", help="directory made by `needle index`")
+    se.add_argument("queries", nargs="*", metavar="QUERY")
+    se.add_argument(
+        "--top-k",
+        type=top_k_number,
+        help=f"hits per query, 1-{MAX_TOP_K} (default {DEFAULT_TOP_K}, or top_k of --config; "
+        f"{RUN_DEPTH} with --queries)",
+    )
+    se.add_argument("--config", help=CONFIG_HELP + "; it names the index, so give only QUERY...")
+    se.add_argument(
+        "--mode",
+        choices=MODES,
+        help="default: hybrid when the index has both parts; rrf = "
+        "Haystack's reciprocal rank fusion of the same two lists (on a Milvus index: Milvus's own RRF)",
+    )
+    se.add_argument("--model", help="query model; must be the one the index was built with")
+    se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
+    add_fusion_flag(se, "search")
+    add_run_flags(se)
+    se.add_argument(
+        "--batch-size",
+        type=query_batch_number,
+        metavar="N",
+        help=f"queries per pipeline run when there are many (QUERY... or --queries), 1-{MAX_QUERIES} "
+        f"(default {QUERY_BATCH}); it changes speed and memory, not the hits",
+    )
+    add_threads_flag(se, "query encoding (torch), FAISS search and BM25 scoring")
+
+    ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset (nDCG@10, recall, MRR, MAP)")
+    ev.add_argument("dataset_dir", nargs="?", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    how = ev.add_mutually_exclusive_group()
+    how.add_argument("--mode", choices=MODES, default="dense", help="default: dense")
+    how.add_argument("--pipeline", help="YAML pipeline with a `query` input and a `documents` output")
+    ev.add_argument(
+        "--store",
+        default="faiss",
+        choices=STORES,
+        help="index store for --mode (default faiss; milvus: a Milvus Lite index, rrf = Milvus's own RRF)",
+    )
+    ev.add_argument("--split", default="test", help="qrels split (default test)")
+    ev.add_argument("--model", default=DEFAULT_MODEL, help="embedding model for dense and hybrid modes")
+    ev.add_argument("--index-dir", help="where to build/reuse the index (default ~/.cache/needle/eval/...)")
+    ev.add_argument("--name", help="label of this run in tables and plots (default: the mode)")
+    ev.add_argument("--json", help="write the result (schema needle.eval/1) to this file")
+    ev.add_argument("--plot", help="write recall@k and per-query nDCG@10 plots to this PNG")
+    ev.add_argument("--run-file", help="write the ranked results as a TREC run file")
+    ev.add_argument("--compare", nargs="+", metavar="RESULT.json", help="earlier --json results to set beside")
+    add_fusion_flag(ev, "run")
+    ev.add_argument(
+        "--latency-queries",
+        type=int,
+        metavar="N",
+        help="after the batch pass, time at most N queries one at a time, evenly spaced (default 200; 0 skips it)",
+    )
+
+    sv = sub.add_parser(
+        "serve", help="serve an index's search pipelines over HTTP with Hayhooks (query endpoints only)"
+    )
+    sv.add_argument("index_dir", help="directory made by `needle index`")
+    sv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    sv.add_argument("--port", type=port_number, default=1416, help="TCP port, 1-65535 (default 1416)")
+    sv.add_argument(
+        "--cors-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="allow browser pages from ORIGIN (repeatable); default: no CORS headers at all",
+    )
+    sv.add_argument(
+        "--reranker",
+        metavar="MODEL_DIR",
+        help="also serve TEI's POST /rerank with this local cross-encoder directory (absolute path)",
+    )
+    sv.add_argument(
+        "--reranker-max-batch",
+        type=int,
+        default=32,
+        metavar="N",
+        help="most texts per /rerank request (413 beyond; default 32, TEI's --max-client-batch-size)",
+    )
+    sv.add_argument(
+        "--allow-deploy-search",
+        action="store_true",
+        help="list the MCP tool retriever_deploy_search, which fetches a URL the caller names (default: off)",
+    )
+    add_fusion_flag(sv, "server")
+
+    mc = sub.add_parser(
+        "mcp", help="UltraRAG's retriever MCP server on stdio (what an MCP host launches), index tools included"
+    )
+    mc.add_argument("--config", required=True, help=CONFIG_HELP)
+    add_tune_parser(sub)
+    add_pipelines_parser(sub)
+    return p
+
+
+def add_pipelines_parser(sub: Any) -> None:
+    """`needle pipelines list [--json]` and `needle pipelines show NAME`: the YAML pipelines the package ships."""
+    pl = sub.add_parser("pipelines", help="list the YAML pipelines this package ships, or print one to edit and load")
+    what = pl.add_subparsers(dest="pipelines_command", required=True)
+    ls = what.add_parser("list", help="each shipped pipeline's name and what it does")
+    ls.add_argument("--json", action="store_true", help='print a JSON list of {"name", "summary", "inputs", "outputs"}')
+    show = what.add_parser("show", help="print a shipped pipeline's YAML (redirect it to a file to edit it)")
+    show.add_argument("name", help="a name `needle pipelines list` prints, e.g. bm25_search")
+
+
+def add_threads_flag(command: argparse.ArgumentParser, work: str) -> None:
+    """``--threads N`` (``needle_retrieval.cli.options.limit_threads``): the CPU threads of this command's WORK."""
+    command.add_argument(
+        "--threads",
+        type=thread_number,
+        metavar="N",
+        help=f"CPU threads for {work}, 1-{MAX_THREADS} (default: every core; torch and FAISS follow "
+        "OMP_NUM_THREADS when it is set)",
+    )
+
+
+def add_run_flags(se: argparse.ArgumentParser) -> None:
+    """`needle search --queries FILE [--output RUN] [--run-tag T]`: a batch run (``needle_retrieval.search.runs``)."""
+    se.add_argument(
+        "--queries",
+        dest="queries_file",
+        metavar="FILE",
+        help="search every query of FILE instead of QUERY...: a BEIR queries.jsonl ({_id, text} lines), a "
+        "qid<TAB>text TSV or TREC topics (<top> <num> <title>), as Pyserini's --topics; prints a TREC run "
+        "(qid Q0 docid rank score tag, the retrieval scores) or, with --json, one JSON line a query "
+        '({"qid", "hits": [{"id", "score", "rank"}]}); --top-k defaults to 100 here',
+    )
+    se.add_argument(
+        "--output",
+        metavar="RUN",
+        help="with --queries: write the run to RUN (atomically) instead of stdout; RUN.jsonl: JSON lines, "
+        "any other name (run.trec, run.txt): a TREC run",
+    )
+    se.add_argument(
+        "--run-tag", metavar="TAG", help="with --queries: the TREC run's last column (default: the mode, e.g. bm25)"
+    )
+
+
+def add_index_type_flags(ix: argparse.ArgumentParser) -> None:
+    """`needle index --index-type flat|hnsw` and the HNSW settings (``needle_retrieval.index.dense_type``)."""
+    default = DenseIndexType()
+    ix.add_argument(
+        "--index-type",
+        default="flat",
+        choices=INDEX_TYPES,
+        help="FAISS index of the dense part: flat (default) is exact, its query time grows with the corpus; "
+        f"hnsw is approximate (recall@10 >= 0.95 at the defaults M={default.hnsw_m}, efConstruction="
+        f"{default.ef_construction}, efSearch={default.ef_search}), under a ms per query at a million vectors, "
+        "but its build takes minutes there and about 20%% more memory for the vectors",
+    )
+    helps = {
+        "hnsw_m": f"hnsw: graph neighbours per vector (default {default.hnsw_m}); more = better recall, more memory",
+        "ef_construction": f"hnsw: candidates while building (default {default.ef_construction}); more = slower "
+        "build, better graph",
+        "ef_search": f"hnsw: candidates per query (default {default.ef_search}); more = better recall, slower queries",
+    }
+    for name, text in helps.items():
+        low, high = RANGES[name]
+        ix.add_argument(FLAGS[name], type=int_in(low, high), metavar="N", help=f"{text}; {low}-{high}")
+
+
+def add_tune_parser(sub: Any) -> None:
+    """The `tune` sub-command of the `needle` parser."""
+    tu = sub.add_parser("tune", help="fit the hybrid fusion (mix curve, RRF k) on a BEIR training split")
+    tu.add_argument("dataset_dir", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    tu.add_argument("--split", default="train", help="qrels split to fit on (default train)")
+    tu.add_argument("--model", default=DEFAULT_MODEL, help="embedding model of the dense side")
+    tu.add_argument("--index-dir", help="index of the corpus to build or reuse and tune (default: `needle eval`'s)")
+    tu.add_argument("--json", help="write the fitted values and the scores to this file (schema needle.tune/1)")
+    what = tu.add_mutually_exclusive_group()
+    what.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the fitted fusion to FILE only (schema needle.fusion/1), leaving the index's as it is; "
+        "apply it to a run with `--fusion FILE` on search, eval or serve",
+    )
+    what.add_argument(
+        "--reset",
+        action="store_true",
+        help="undo a tune: remove the index's fusion.json and publish a generation with the default fusion",
+    )

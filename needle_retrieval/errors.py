@@ -1,0 +1,13 @@
+"""``NeedleError``, the CLI's user-facing error, in a module of its own so that light code can raise it.
+
+``needle_retrieval.index.generations`` (and through it every module that names ``NeedleError``) imports it from here;
+the argument checks of ``needle_retrieval.cli.options`` raise it without importing Haystack.
+"""
+
+
+class NeedleError(Exception):
+    """A user-facing error: the CLI prints its message on one line, without a traceback."""
+
+
+class EmbeddingsNotReusable(NeedleError):
+    """The embedding file carried over from another generation or index was built for another model or corpus."""

@@ -1,0 +1,123 @@
+"""The search pipelines of an index generation: the templates in ``pipelines/`` filled in for its parts.
+
+``save_search_pipelines`` writes DIR/gen-NNNNNN/<mode>_search.yaml with paths relative to DIR (they load with DIR as
+the working directory) and, beside each, the Hayhooks wrapper that serves it from anywhere
+(DIR/gen-NNNNNN/hayhooks/<mode>_search/pipeline_wrapper.py, see ``needle_retrieval.serve.hayhooks``).
+``fill_search_pipeline`` gives the same pipelines with absolute paths for wherever DIR is now. Both carry a fusion
+setting (``needle_retrieval.pipelines.fusion``): a saved generation the index's own (DIR/fusion.json when `needle tune`
+wrote one, else the defaults), a pipeline built in memory that one or the setting its caller names (``--fusion``).
+"""
+
+from pathlib import Path
+from typing import Any
+
+from needle_retrieval.defaults import DEFAULT_TOP_K, HAYHOOKS_DIR
+from needle_retrieval.index.dense_type import DenseIndexType
+from needle_retrieval.index.manifest import IndexManifest
+from needle_retrieval.index.milvus_place import MilvusPlace, store_params
+from needle_retrieval.index.options import apply_store_settings
+from needle_retrieval.pipelines import files as pf
+from needle_retrieval.pipelines.embedders import set_query_embedder
+from needle_retrieval.pipelines.feed import SearchPlan
+from needle_retrieval.pipelines.fusion import FusionSetting, apply_fusion, index_fusion
+
+
+def search_pipeline(base: Path, manifest: IndexManifest, name: str) -> dict[str, Any]:
+    """Fill pipelines/<name>_search.yaml with the paths of the manifest's generation under BASE and its model.
+
+    ``name`` is a template name (``IndexManifest.template``), e.g. ``dense``, ``hybrid_batch`` or ``milvus_mix``.
+    The pipeline's own ``top_k`` (what a run that names none gets) is ``DEFAULT_TOP_K``; a request's goes in at run
+    time (``SearchPlan.feed``).
+    """
+    data = pf.load_template(f"{name}_search")
+    names = list(data["components"])
+    root = base / manifest.generation
+    if "embedder" in names:
+        set_query_embedder(data, manifest.model, manifest.embedder)
+    for component in names:
+        params = data["components"][component]["init_parameters"]
+        store = params.get("document_store")
+        if store is not None and "Milvus" in store["type"]:
+            _set_milvus_store(data, component, manifest, root)
+        elif store is not None:
+            sub = "dense" if "FAISS" in store["type"] else "bm25"
+            pf.set_init_param(data, f"{component}.document_store.path", str(root / sub))
+            if sub == "dense":
+                set_index_type(data, component, DenseIndexType.from_recorded(manifest.dense_index))
+                apply_store_settings(data, component, manifest.store_settings)
+            if sub == "bm25":
+                shared = str(root / "dense") if "dense" in manifest.modes else None
+                pf.set_init_param(data, f"{component}.document_store.document_store_path", shared)
+    set_default_top_k(data)
+    return data
+
+
+def set_default_top_k(data: dict[str, Any]) -> None:
+    """Give the pipeline ``DEFAULT_TOP_K`` hits of its own, by the feed's rule (``SearchPlan.top_k_values``): what
+    a saved pipeline file answers, and a served route without a request ``top_k``."""
+    plan = SearchPlan.of(data, next(iter(data["inputs"])))
+    for component, value in plan.top_k_values(DEFAULT_TOP_K).items():
+        pf.set_init_param(data, f"{component}.top_k", value)
+
+
+def _set_milvus_store(data: dict[str, Any], component: str, manifest: IndexManifest, root: Path) -> None:
+    """Point a Milvus store at the generation's collection (its Lite database under ROOT, or the server)."""
+
+    place = MilvusPlace(str(manifest.uri), str(manifest.collection))  # both strings: IndexManifest.check
+    params = store_params(place.uri_under(root), place.collection, "bm25" in manifest.modes, manifest.bm25_lang)
+    for key, value in params.items():
+        pf.set_init_param(data, f"{component}.document_store.{key}", value)
+    apply_store_settings(data, component, manifest.store_settings)
+
+
+def fill_search_pipeline(
+    index_dir: Path, manifest: IndexManifest, name: str, fusion: FusionSetting | None = None
+) -> dict[str, Any]:
+    """Fill pipelines/<name>_search.yaml with absolute paths of the manifest's generation where DIR is now,
+    and the fusion parameters of FUSION (None: the index's own, ``needle_retrieval.pipelines.fusion.index_fusion``)."""
+    setting = index_fusion(Path(index_dir)) if fusion is None else fusion
+    return apply_fusion(search_pipeline(Path(index_dir).resolve(), manifest, name), setting)
+
+
+def save_search_pipelines(generation: Path, manifest: IndexManifest, modes: list[str]) -> None:
+    """Write <mode>_search.yaml for each mode into GENERATION, with paths relative to the index directory, and the
+    Hayhooks wrapper that serves it (``save_hayhooks_wrapper``). The pipelines carry the index's own fusion
+    setting as it is now: `needle tune` and `needle tune --reset` publish a new generation to change it."""
+    setting = index_fusion(generation.parent)
+    for mode in modes:
+        data = apply_fusion(search_pipeline(Path("."), manifest, manifest.template(mode)), setting)
+        pf.dump(data, generation / f"{mode}_search.yaml")
+        save_hayhooks_wrapper(generation, f"{mode}_search")
+
+
+HAYHOOKS_WRAPPER = '''"""Hayhooks pipeline `{name}`: this index generation's {name}.yaml, as `needle index` wrote it.
+
+Serve every search pipeline of the generation with `hayhooks run --pipelines-dir DIR/gen-NNNNNN/hayhooks`
+(from any working directory, no other set-up); see needle_retrieval/serve/hayhooks.py.
+"""
+
+from needle_retrieval.serve.hayhooks import SearchPipelineWrapper
+
+
+class PipelineWrapper(SearchPipelineWrapper):
+    pipeline_file = "{name}.yaml"
+'''
+
+
+def save_hayhooks_wrapper(generation: Path, name: str) -> None:
+    """Write GENERATION/hayhooks/NAME/pipeline_wrapper.py: a Hayhooks pipeline that serves GENERATION/NAME.yaml.
+
+    A wrapper rather than the YAML file itself, which Hayhooks 2.1 serves only with an allowlist set by hand, with
+    its relative paths against the server's working directory, every declared input required (so no optional
+    ``top_k``) and every error a 500. The wrapper names no path: the index can still be moved.
+    """
+    folder = generation / HAYHOOKS_DIR / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pipeline_wrapper.py").write_text(HAYHOOKS_WRAPPER.format(name=name), encoding="utf-8")
+
+
+def set_index_type(data: dict[str, Any], component: str, index_type: DenseIndexType) -> None:
+    """Give COMPONENT's FAISS store the index type's ``index_factory`` and ``search_params``."""
+    pf.set_init_param(data, f"{component}.document_store.index_factory", index_type.factory())
+    if index_type.search_params() is not None:
+        pf.set_init_param(data, f"{component}.document_store.search_params", index_type.search_params())

@@ -1,0 +1,97 @@
+"""MCP on `needle serve` and `needle mcp`: the official SDK's server (``mcp.server.mcpserver.MCPServer``, the
+FastMCP of mcp 1.x, on which UltraRAG's retriever server is built) with the tools of
+``needle_retrieval.serve.mcp_tools`` and ``needle_retrieval.serve.mcp_web_tools``.
+
+``needle serve`` mounts its streamable HTTP transport at ``POST /mcp`` on the same app (stateless, JSON answers):
+query tools only. The SDK checks the protocol version header, JSON-RPC framing and, on a loopback bind, the
+``Host`` and ``Origin`` headers (DNS rebinding); on any bind an ``Origin`` other than this server's own loopback
+names or a ``--cors-origin`` is refused with 403 before the SDK sees the request. ``needle mcp`` runs the same
+server on stdio, as an MCP host launches a local server (``needle_retrieval.serve.mcp_stdio``).
+"""
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from needle_retrieval.serve.mcp_tools import IndexTools, add_needle_tools, add_search_tools
+from needle_retrieval.serve.mcp_web_tools import WebTools, add_web_tools
+from needle_retrieval.serve.pipelines import ServedPipelines
+
+SERVER_NAME = "needle-retriever"
+INSTRUCTIONS = (
+    "Retrieval over one needle index: UltraRAG's retriever tools (retriever_search, retriever_batch_search, "
+    "bm25_search, web search where configured) answer passage texts; needle_<mode>_search tools answer ids, "
+    "scores and texts."
+)
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def mcp_server(index: IndexTools, web: WebTools | None, served: ServedPipelines | None = None) -> MCPServer:
+    """The MCP server with the seed's query tools over INDEX, the web tools when WEB is given, and needle's own
+    tools for each pipeline of SERVED (an index opened up front)."""
+    server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version="1", log_level="WARNING")
+    add_search_tools(server, index)
+    if web is not None:
+        add_web_tools(server, web)
+    if served is not None:
+        add_needle_tools(server, served)
+    return server
+
+
+def http_routes(server: MCPServer, loopback: bool, cors_origins: list[str]) -> tuple[list[Route], Any]:
+    """The ``/mcp`` route for the FastAPI app, and the lifespan that runs the SDK's session manager."""
+    allowed = [*LOOPBACK_ORIGINS, *cors_origins] if loopback else list(cors_origins)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=loopback, allowed_hosts=LOOPBACK_HOSTS, allowed_origins=allowed
+    )
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp", stateless_http=True, json_response=True, transport_security=security
+    )
+    routes = [
+        Route(route.path, OriginCheck(route.app, allowed), methods=route.methods)  # type: ignore[attr-defined]
+        for route in app.routes
+    ]
+    return routes, server.session_manager.run
+
+
+def with_mcp_lifespan(
+    run_sessions: Callable[[], AbstractAsyncContextManager[Any]],
+) -> Callable[[Any], AbstractAsyncContextManager[None]]:
+    """A FastAPI lifespan that keeps the SDK's session manager running while the app serves."""
+
+    @asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        async with run_sessions():
+            yield
+
+    return lifespan
+
+
+class OriginCheck:
+    """403 for a request whose ``Origin`` header is not allowed (a web page of another site calling /mcp)."""
+
+    def __init__(self, app: ASGIApp, allowed: list[str]) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    def allows(self, origin: str) -> bool:
+        """Exact matches, and ``scheme://host:*`` patterns for any port."""
+        for pattern in self.allowed:
+            if origin == pattern or (pattern.endswith(":*") and origin.startswith(pattern[:-1])):
+                return True
+        return False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        origin = Headers(scope=scope).get("origin")
+        if origin is not None and not self.allows(origin):
+            await JSONResponse({"detail": f"Origin {origin!r} is not allowed"}, 403)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

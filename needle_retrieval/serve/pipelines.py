@@ -1,0 +1,133 @@
+"""The search pipelines `needle serve` deploys: built in memory from an index's manifest, fixed at start-up.
+
+Each servable mode becomes one Hayhooks ``YAMLPipelineWrapper`` in an ``ImmutablePipelineRegistry`` (Hayhooks'
+registry of durable mode, which has no deploy or undeploy path). The YAML comes from
+``fill_search_pipeline``'s in-memory dict, never from a file in the index directory, and nothing is saved
+anywhere. Every pipeline answers a probe query before the server starts, because the stores load lazily: a
+broken index part must stop the start-up, not the first user's query. Every pipeline carries one fusion setting
+(``needle_retrieval.pipelines.fusion``), chosen once at start-up: the index's own, or the one `needle serve --fusion`
+names. Each runs through its ``SearchRunner`` (``needle_retrieval.pipelines.runner``), the engine of every entry point;
+the probe too.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hayhooks.server.pipelines.models import create_pipeline_metadata
+from hayhooks.server.pipelines.registry import (
+    ImmutablePipelineRegistry,
+    PipelineRegistration,
+)
+from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper
+from haystack import Pipeline
+
+import components  # noqa: F401  (allowlists our component modules for Pipeline.loads)
+from needle_retrieval.defaults import MODES
+from needle_retrieval.errors import NeedleError
+from needle_retrieval.index.manifest import IndexManifest
+from needle_retrieval.index.templates import fill_search_pipeline
+from needle_retrieval.pipelines.feed import SearchPlan
+from needle_retrieval.pipelines.fusion import FusionSetting, index_fusion
+from needle_retrieval.pipelines.runner import SearchRunner
+
+PROBE_QUERY = "needle serve start-up probe"
+FUSED_MODES = ("hybrid", "rrf")  # modes that need both the dense and the BM25 part
+
+
+@dataclass(frozen=True)
+class ServedPipelines:
+    """The registry Hayhooks' status route reads, the runner of each pipeline in it, and the index they search."""
+
+    registry: ImmutablePipelineRegistry
+    runners: dict[str, SearchRunner]  # by pipeline name, e.g. hybrid_search
+    index_dir: Path
+    manifest: IndexManifest
+    stores: dict[str, Any]  # one document store per configuration, shared by every pipeline (share_stores)
+    fusion: FusionSetting  # the fusion parameters every pipeline was built with
+
+    @property
+    def plans(self) -> dict[str, SearchPlan]:
+        """How each pipeline is fed, by pipeline name."""
+        return {name: runner.plan for name, runner in self.runners.items()}
+
+
+def share_stores(pipeline: Pipeline, stores: dict[str, Any]) -> None:
+    """
+    Point each retriever of PIPELINE at the one store object of its store's configuration, so that the index
+    is opened once for all served pipelines (stores load lazily, so the later copies never open anything).
+
+    The stores serialise their settings only, so equal ``to_dict`` output means the same index part; their own
+    locks serialise the requests that share them.
+    """
+    for _, component in pipeline.walk():
+        store = getattr(component, "document_store", None)
+        if store is not None:
+            key = json.dumps(store.to_dict(), sort_keys=True, default=str)
+            component.document_store = stores.setdefault(key, store)  # type: ignore[attr-defined]
+
+
+def servable_modes(manifest: IndexManifest) -> list[str]:
+    """The search modes this index has every part for, in MODES order."""
+    parts = set(manifest.modes)
+    return [mode for mode in MODES if ({"dense", "bm25"} if mode in FUSED_MODES else {mode}) <= parts]
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The innermost error of a wrapped chain (Hayhooks' ValueError, Haystack's PipelineRuntimeError, ...)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return error
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on one line, its type when the message is empty."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def probed_runner(pipeline: Pipeline, plan: SearchPlan, stores: dict[str, Any]) -> SearchRunner:
+    """The runner of PIPELINE on the shared STORES, warmed up and run once on a probe query (stores load lazily):
+    what every served pipeline of `needle serve` and `hayhooks run` is. Errors come as ``Pipeline.run`` raises them
+    (``SearchRunner``'s ``wrap_errors``), for the routes' HTTP mapping."""
+    share_stores(pipeline, stores)
+    pipeline.warm_up()
+    runner = SearchRunner(pipeline, plan, warm=True, wrap_errors=True)
+    runner.run([PROBE_QUERY] if plan.batch else PROBE_QUERY)
+    return runner
+
+
+def deploy(
+    index_dir: Path, manifest: IndexManifest, name: str, stores: dict[str, Any], fusion: FusionSetting
+) -> tuple[PipelineRegistration, SearchRunner]:
+    """Build, warm up and probe the pipeline ``<name>_search``; any failure is a NeedleError naming it."""
+    pipeline_name = f"{name}_search"
+    try:
+        data = fill_search_pipeline(index_dir, manifest, manifest.template(name), fusion=fusion)
+        wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(data, sort_keys=False), description=pipeline_name)
+        wrapper.setup()
+        runner = probed_runner(wrapper.pipeline, SearchPlan.of(data), stores)
+    except Exception as error:
+        cause = root_cause(error)
+        raise NeedleError(f"pipeline {pipeline_name} failed to deploy from {index_dir}: {one_line(cause)}") from error
+    metadata = {**create_pipeline_metadata(pipeline_name, wrapper), "description": pipeline_name}
+    return PipelineRegistration(pipeline_name, wrapper, metadata), runner
+
+
+def deploy_all(index_dir: Path, fusion: FusionSetting | None = None) -> ServedPipelines:
+    """Every servable search pipeline of INDEX_DIR, or a NeedleError: never a server with no pipeline.
+
+    ``fusion``: the fusion parameters of every pipeline; None: the index's own (DIR/fusion.json or the defaults),
+    read once here, so that every pipeline of the server has the same.
+    """
+    manifest = IndexManifest.load(index_dir)
+    modes = servable_modes(manifest)
+    if not modes:
+        raise NeedleError(f"index {index_dir} has no searchable part (modes: {manifest.modes or 'none'})")
+    setting = index_fusion(Path(index_dir)) if fusion is None else fusion
+    stores: dict[str, Any] = {}
+    deployed = [deploy(index_dir, manifest, mode, stores, setting) for mode in modes]
+    registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
+    runners = {registration.name: runner for registration, runner in deployed}
+    return ServedPipelines(registry, runners, Path(index_dir), manifest, stores, setting)

@@ -1,0 +1,288 @@
+"""TEI's rerank API on `needle serve --reranker DIR`: ``POST /rerank``, ``GET /info`` and ``GET /health``.
+
+The routes answer as text-embeddings-inference (TEI) does, so TEI clients (Haystack's ``HuggingFaceTEIRanker``,
+``tei-client``, our ``TEIRanker``) work unchanged; scoring is a local cross-encoder (``LocalCrossEncoderRanker``).
+
+``POST /rerank`` takes ``{"query", "texts", "truncate"?, "truncation_direction"="right", "raw_scores"=false,
+"return_text"=false}`` and answers ``[{"index", "score", "text"?}]``, best first (ties by index). Like TEI it
+accepts ``truncation_direction`` as ``left``, ``right``, ``Left`` or ``Right`` (Haystack's client sends ``"Right"``)
+and ``truncate: null``, ignores unknown fields, and refuses ``null`` for the other fields. Scores are the model's
+logits with ``raw_scores``, else their sigmoid, as TEI gives for a one-label model.
+
+Truncation is TEI's: with ``truncate`` true, each (query, text) pair is cut to the model's limit by the longest
+first, on the requested side, and ranked. ``truncate`` null or absent means the server's ``auto_truncate`` (false,
+TEI's default up to 1.8, shown in ``/info``). Without truncation a pair over the limit is refused, as TEI does, with
+413 ``validation`` "`inputs` must have less than N tokens. Given: M" (TEI 1.9 moved this status to 422).
+
+Errors are TEI's ``{"error", "error_type"}``: 400 ``empty`` for no texts, 413 ``validation`` for more texts than
+the batch limit (``--reranker-max-batch``, 32 like TEI's ``--max-client-batch-size``) or a pair over the token
+limit, 422 ``validation`` for a malformed body or bad text, 424 ``backend`` when the model fails (details only in
+the server log).
+
+``GET /info`` answers TEI's ``Info`` object (``model_type: {"reranker": {id2label, label2id}}``, the limits above,
+``version`` the TEI API level followed); ``model_id`` is the model directory's name, not its path. ``GET /health``
+answers 200 with an empty body: the model is loaded and probed before the server listens. The model directory
+passes mxRAG's checks (``LocalCrossEncoderRanker``).
+"""
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from hayhooks.server.logger import log
+from pydantic import BaseModel, ConfigDict, ValidationError
+from starlette.concurrency import run_in_threadpool
+from transformers import AutoConfig, AutoTokenizer
+
+from components.checks import check_int, check_query
+from components.rankers.local_cross_encoder_ranker import LocalCrossEncoderRanker
+from components.rankers.reranker_base import TEXTS_MAX_COUNT, Scores, check_texts
+from needle_retrieval.errors import NeedleError
+from needle_retrieval.serve.pipelines import one_line, root_cause
+from needle_retrieval.serve.run import validation_message
+
+DEFAULT_MAX_BATCH = 32  # TEI's --max-client-batch-size default
+SCORING_BATCH = 32  # pairs per forward pass
+TEI_VERSION = "1.8.3"  # the TEI release whose HTTP answers these routes follow (statuses, auto_truncate default)
+MODEL_DTYPE = "float32"  # the ranker is loaded with use_fp16=False
+MAX_CONCURRENT_REQUESTS = 512  # TEI's default; requests over it queue here instead of getting 429
+TruncationDirection = Literal["left", "right", "Left", "Right"]  # TEI's enum and its lower-case aliases
+
+
+class TEIRerankRequest(BaseModel):
+    """TEI's rerank body; like TEI, unknown fields are ignored and ``truncate`` alone may be null."""
+
+    model_config = ConfigDict(strict=True)
+    query: str
+    texts: list[str]
+    truncate: bool | None = None
+    truncation_direction: TruncationDirection = "right"
+    raw_scores: bool = False
+    return_text: bool = False
+
+
+class TEIClassifierModel(BaseModel):
+    """TEI's ``ClassifierModel``: the labels of the model's head, from its ``config.json``."""
+
+    id2label: dict[str, str]
+    label2id: dict[str, int]
+
+
+class TEIInfo(BaseModel):
+    """TEI's ``GET /info`` answer (router ``Info``), field for field."""
+
+    model_config = ConfigDict(protected_namespaces=())
+    model_id: str
+    model_sha: str | None
+    model_dtype: str
+    served_model_name: str
+    model_type: dict[Literal["reranker"], TEIClassifierModel]
+    max_concurrent_requests: int
+    max_input_length: int
+    max_batch_tokens: int
+    max_batch_requests: int | None
+    max_client_batch_size: int
+    auto_truncate: bool
+    tokenization_workers: int
+    version: str
+    sha: str | None
+    docker_label: str | None
+
+
+class TEIError(Exception):
+    """An answer in TEI's error shape."""
+
+    def __init__(self, status: int, message: str, error_type: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
+
+    def response(self) -> JSONResponse:
+        return JSONResponse({"error": str(self), "error_type": self.error_type}, self.status)
+
+
+class RerankService:
+    """A loaded cross-encoder behind ``/rerank``: one request scores at a time (the tokenizer is not thread-safe)."""
+
+    def __init__(self, model_dir: str, max_batch: int = DEFAULT_MAX_BATCH, auto_truncate: bool = False) -> None:
+        """Check, load and probe the model; a NeedleError naming MODEL_DIR if any step fails.
+
+        ``auto_truncate`` is TEI's ``--auto-truncate``: whether a request without ``truncate`` is truncated.
+        """
+        self.max_batch = check_int("--reranker-max-batch", max_batch, 1, TEXTS_MAX_COUNT)
+        self.auto_truncate = auto_truncate
+        self._lock = threading.Lock()
+        try:
+            self.ranker = LocalCrossEncoderRanker(model_path=model_dir, use_fp16=False, batch_size=SCORING_BATCH)
+            self.ranker.warm_up()  # mxRAG's directory checks run here, before anything is loaded
+            self._tokenizer = AutoTokenizer.from_pretrained(self.ranker.model_path, local_files_only=True)
+            self.ranker.rerank("needle serve start-up probe", ["probe"])
+            self.info = self._info(Path(model_dir).name)
+        except Exception as error:
+            raise NeedleError(f"--reranker {model_dir} failed to load: {one_line(root_cause(error))}") from error
+
+    def _info(self, name: str) -> TEIInfo:
+        """What ``GET /info`` answers: the model's labels and this server's limits, in TEI's fields."""
+        config = AutoConfig.from_pretrained(self.ranker.model_path, local_files_only=True)
+        labels = TEIClassifierModel(
+            id2label={str(i): label for i, label in config.id2label.items()},
+            label2id={label: int(i) for label, i in config.label2id.items()},
+        )
+        return TEIInfo(
+            model_id=name,
+            model_sha=None,
+            model_dtype=MODEL_DTYPE,
+            served_model_name=name,
+            model_type={"reranker": labels},
+            max_concurrent_requests=MAX_CONCURRENT_REQUESTS,
+            max_input_length=self.ranker.max_tokens,
+            max_batch_tokens=SCORING_BATCH * self.ranker.max_tokens,
+            max_batch_requests=SCORING_BATCH,
+            max_client_batch_size=self.max_batch,
+            auto_truncate=self.auto_truncate,
+            tokenization_workers=1,  # one request tokenizes and scores at a time
+            version=TEI_VERSION,
+            sha=None,
+            docker_label=None,
+        )
+
+    def check(self, request: TEIRerankRequest) -> None:
+        """TEI's refusals, in TEI's order: no texts, too many texts, then our input checks and the token limit."""
+        if not request.texts:
+            raise TEIError(400, "`texts` cannot be empty", "empty")
+        if len(request.texts) > self.max_batch:
+            raise TEIError(
+                413, f"batch size {len(request.texts)} > maximum allowed batch size {self.max_batch}", "validation"
+            )
+        try:
+            check_query(request.query)
+            check_texts(request.texts)
+        except ValueError as error:
+            raise TEIError(422, one_line(error), "validation") from error
+
+    def truncates(self, request: TEIRerankRequest) -> bool:
+        """TEI's rule: the request's ``truncate``, or the server's ``auto_truncate`` when it is null or absent."""
+        return self.auto_truncate if request.truncate is None else request.truncate
+
+    def _too_long(self, query: str, texts: list[str]) -> None:
+        """413 for the first pair over the model's token limit (when the request does not truncate)."""
+        lengths = [len(ids) for ids in self._tokenizer([query] * len(texts), texts)["input_ids"]]
+        for i, length in enumerate(lengths):
+            if length > self.ranker.max_tokens:
+                message = f"`inputs` must have less than {self.ranker.max_tokens} tokens. Given: {length} (texts[{i}])"
+                raise TEIError(413, message, "validation")
+
+    @contextlib.contextmanager
+    def _cutting(self, direction: TruncationDirection) -> Iterator[None]:
+        """The ranker's tokenizer truncates on DIRECTION's side meanwhile (the ranker has no setting for it).
+
+        The ranker truncates longest first to its limit, as TEI does; only the side is ours to choose. The caller
+        holds the lock, so no other request sees the side changed.
+        """
+        tokenizer = self.ranker._tokenizer
+        tokenizer.truncation_side = direction.lower()
+        try:
+            yield
+        finally:
+            tokenizer.truncation_side = "right"
+
+    def score(self, request: TEIRerankRequest) -> Scores:
+        """Scores in input order: logits, or their sigmoid unless ``raw_scores``."""
+        with self._lock:
+            if not self.truncates(request):
+                self._too_long(request.query, request.texts)
+            with self._cutting(request.truncation_direction):
+                logits = self.ranker.rerank(request.query, request.texts, SCORING_BATCH).astype(np.float64)
+        return logits if request.raw_scores else 1.0 / (1.0 + np.exp(-logits))
+
+
+def ranked(request: TEIRerankRequest, scores: Scores) -> list[dict[str, Any]]:
+    """TEI's answer: one entry per text, best first, ties in input order."""
+    order = np.argsort(-scores, kind="stable")
+    entries: list[dict[str, Any]] = []
+    for i in order.tolist():
+        entry: dict[str, Any] = {"index": i, "score": float(scores[i])}
+        if request.return_text:
+            entry["text"] = request.texts[i]
+        entries.append(entry)
+    return entries
+
+
+async def parse(request: Request) -> TEIRerankRequest:
+    """The body as a TEIRerankRequest, or a 422 ``validation`` error saying what is wrong with it."""
+    try:
+        return TEIRerankRequest.model_validate(json.loads(await request.body()))
+    except ValidationError as error:
+        message = f"Failed to deserialize the JSON body: {validation_message(error)}"
+        raise TEIError(422, message, "validation") from error
+    except (ValueError, RecursionError) as error:  # invalid JSON or UTF-8, nesting too deep
+        raise TEIError(422, f"Failed to parse the request body as JSON: {one_line(error)}", "validation") from error
+
+
+REQUEST_SCHEMA = TEIRerankRequest.model_json_schema()
+
+
+def rerank_route(app: FastAPI, service: RerankService) -> None:
+    """Add TEI's ``POST /rerank``, ``GET /info`` and ``GET /health``."""
+
+    async def rerank(request: Request) -> JSONResponse:
+        try:
+            body = await parse(request)
+            service.check(body)
+            scores = await run_in_threadpool(service.score, body)
+        except TEIError as error:
+            return error.response()
+        except Exception as error:
+            log.opt(exception=error).error("rerank failed: {}", one_line(root_cause(error)))
+            return TEIError(424, "the reranker failed; the server log has the details", "backend").response()
+        return JSONResponse(ranked(body, scores))
+
+    app.add_api_route(
+        "/rerank",
+        rerank,
+        methods=["POST"],
+        name="rerank",
+        operation_id="rerank",
+        tags=["rerank"],
+        summary="Rerank texts against a query (TEI's /rerank)",
+        openapi_extra={"requestBody": {"content": {"application/json": {"schema": REQUEST_SCHEMA}}}},
+        responses={400: {"description": "no texts"}, 413: {"description": "too many texts or tokens"}},
+    )
+    info_routes(app, service.info)
+
+
+def info_routes(app: FastAPI, info: TEIInfo) -> None:
+    """Add ``GET /info`` (TEI's Info object) and ``GET /health`` (200, empty: the model was probed at start-up)."""
+
+    async def get_info() -> TEIInfo:
+        return info
+
+    async def health() -> Response:
+        return Response(status_code=200)
+
+    app.add_api_route(
+        "/info",
+        get_info,
+        methods=["GET"],
+        name="get_model_info",
+        operation_id="get_model_info",
+        tags=["rerank"],
+        summary="The served model and limits (TEI's /info)",
+        response_model=TEIInfo,
+    )
+    app.add_api_route(
+        "/health",
+        health,
+        methods=["GET"],
+        name="health",
+        operation_id="health",
+        tags=["rerank"],
+        summary="200 when the reranker is ready (TEI's /health)",
+        responses={200: {"description": "ready", "content": None}},
+    )

@@ -1,0 +1,357 @@
+"""UltraRAG's retriever `parameter.yaml` driving `needle index --config` and `needle search --config`.
+
+The file is data: it is parsed with `yaml.safe_load`, every key is checked against UltraRAG HEAD's key list, and
+each key is honoured or mapped to its meaning here; a key or value needle cannot honour is an error naming the
+file, the key and what is allowed, never silently dropped. Values are typed as YAML 1.2 types them, in every block
+whether chosen or not: a boolean is `true` or `false` (a quoted "false" is an error naming the file and the key
+path, e.g. `backend_configs.sentence_transformers.trust_remote_code`, never a truthy string), a number is not
+quoted, a block is a mapping or null; unknown keys are all named, whatever their type.
+
+Paths in it (`corpus_path`, `embedding_path`, `index_path`, `save_path`, a Milvus Lite `uri`) are relative to the
+file's own directory.
+
+Where things go: the chosen backend's path *is* the index directory (what `needle search DIR` takes) -- bm25
+`save_path`, faiss `index_path`, a Milvus Lite `uri`; for a Milvus server, `milvus_<collection_name>` beside
+`embedding_path`. So the BM25, FAISS and Milvus indexes of one file never share a directory, and
+`needle search --config` searches the one its `backend` and `index_backend` name. Inside it needle keeps its
+generations (FAISS store, Lite database, BM25 files) so rebuilds stay atomic. The corpus vectors also go to
+`embedding_path` and are reused from there while model and corpus are unchanged.
+
+The corpus is read as UltraRAG reads it, by position: a repeated id (UltraRAG's own example corpus has them)
+becomes `<id>#<line>`, with `meta["corpus_id"]` keeping the id the file gives
+(``JSONLCorpusReader(duplicate_ids="position")``). `gpu_ids` naming a GPU this machine lacks gives one warning and
+the embedders run without it (on the CPU where there is no GPU), as UltraRAG's retriever does.
+
+Literal secrets -- `backend_configs.openai.api_key`, `index_backend_configs.milvus.token`, the web search
+`api_key`s -- are taken with a warning: each reaches its component through this process's environment variable
+(RETRIEVER_API_KEY, MILVUS_TOKEN, EXA_API_KEY / TAVILY_API_KEY / ZHIPUAI_API_KEY; one already set wins) and is
+never written into the index; later processes need that variable set (``needle_retrieval.ultrarag.keys``).
+
+Web search, for the tools built on this module (`retriever_websearch`, `retriever_batch_websearch`):
+
+- ``UltraRAGConfig.websearch``: a ``WebSearchChoice`` -- ``backend`` (`websearch_backend`: "tavily" | "exa" |
+  "zhipuai") and ``options``: for each of the three providers, the init parameters of its component in
+  ``components.websearch`` (``api_key`` as a ``Secret``, ``retries``, ``base_delay``, ``search_kwargs``; zhipuai
+  also ``base_url``, ``search_engine``, ``search_intent``, ``search_recency_filter``, ``content_size``), mapped as
+  ``needle_retrieval.ultrarag.websearch`` describes (UltraRAG's `retries` counts tries, ours retries after the first).
+- ``UltraRAGConfig.retrieve_thread_num`` (queries in flight at once) and ``UltraRAGConfig.retriever_url`` (the
+  deploy server, http:// added when missing).
+- ``web_search_component(config, backend=None, batch=False)``: a ready ``WebSearch`` (``WebBatchSearch`` with
+  ``batch``) for BACKEND (default: the file's `websearch_backend`), with that provider's options, `top_k` and
+  `retrieve_thread_num` from the file. Nothing is sent until it runs.
+"""
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from haystack.utils import Secret
+
+from components.checks import MAX_TOP_K
+from components.embedders.embedder_factory import (
+    OPTIONAL_STRING,
+    OPTIONS,
+    EmbedderSpec,
+    OptionType,
+    check_block,
+    check_options,
+    embedder_spec,
+    options_block,
+)
+from components.embedders.embedding_file import copy_embeddings
+from needle_retrieval.defaults import DEFAULT_MODEL, DEFAULT_TOP_K
+from needle_retrieval.errors import NeedleError
+from needle_retrieval.index.build import StoreChoice, build_index
+from needle_retrieval.index.generations import EMBEDDINGS
+from needle_retrieval.index.manifest import IndexManifest
+from needle_retrieval.index.options import IndexOptions
+from needle_retrieval.pipelines.embedders import backend_name
+from needle_retrieval.ultrarag.keys import take_literal
+from needle_retrieval.ultrarag.stores import IndexBackend, check_index_backend
+from needle_retrieval.ultrarag.values import (
+    bool_value,
+    gpu_list,
+    int_value,
+    optional_string,
+    path_value,
+    resolved,
+    string_value,
+)
+from needle_retrieval.ultrarag.websearch import WebSearchChoice, build_web_search, retriever_url, web_search_choice
+
+if TYPE_CHECKING:
+    from components.websearch.web_batch_search import WebBatchSearch
+    from components.websearch.web_search import WebSearch
+
+__all__ = ["UltraRAGConfig", "WebSearchChoice", "index_with_config", "load_config", "web_search_component"]
+
+logger = logging.getLogger(__name__)
+TOP_LEVEL = (
+    "model_name_or_path", "corpus_path", "embedding_path", "collection_name", "backend", "backend_configs",
+    "index_backend", "index_backend_configs", "websearch_backend", "websearch_backend_configs", "batch_size",
+    "top_k", "gpu_ids", "query_instruction", "is_multimodal", "overwrite", "retrieve_thread_num", "retriever_url",
+    "is_demo",
+)  # fmt: skip
+# Keys of a backend block read here, not by the factory, and their types.
+BLOCK_EXTRA: dict[str, dict[str, OptionType]] = {
+    "openai": {"api_key": OPTIONAL_STRING},
+    "bm25": {"save_path": OPTIONAL_STRING},
+}
+KEY_VARIABLES = ["RETRIEVER_API_KEY", "OPENAI_API_KEY"]
+MAX_THREADS = 64  # the web search components' limit of retrieve_thread_num
+
+
+@dataclass(frozen=True)
+class UltraRAGConfig:
+    """What a parameter.yaml asks `needle` to build and search, checked and with paths resolved."""
+
+    path: Path
+    corpus: Path
+    embedding_path: Path | None
+    spec: EmbedderSpec
+    index_dir: Path
+    target: StoreChoice
+    top_k: int
+    overwrite: bool
+    multimodal: bool  # is_multimodal: an image corpus, embedded by SPEC's CLIP model (needle_retrieval.index.images)
+    options: IndexOptions  # repeated ids by position; the dense store's settings (needle_retrieval.index.options)
+    websearch: WebSearchChoice  # websearch_backend and websearch_backend_configs (needle_retrieval.ultrarag.websearch)
+    retrieve_thread_num: int  # web search: queries in flight at once
+    retriever_url: str  # the deploy server of retriever_deploy_search
+
+    @property
+    def model(self) -> str | None:
+        """The model name the manifest records (openai: `model_name`); None for BM25."""
+        return self.spec.model if self.spec.dense else None
+
+
+# `needle index` flags that the file's keys set instead: flag -> (its default, the key that sets it).
+FILE_FLAGS = {
+    "corpus": (None, "corpus_path"),
+    "model": (DEFAULT_MODEL, "model_name_or_path"),
+    "overwrite": (False, "overwrite"),
+    "bm25": (False, "backend: bm25"),
+    "no_dense": (False, "backend: bm25"),
+    "lang": ("en", "backend_configs.bm25.lang"),
+    "store": ("faiss", "index_backend"),
+    "uri": (None, "index_backend_configs.milvus.uri"),
+    "collection": (None, "collection_name"),
+    "multimodal": (False, "is_multimodal"),
+    "duplicate_ids": ("error", "corpus_path, read by UltraRAG's rule (repeated ids keyed by position),"),
+}
+
+
+def check_no_flags(given: dict[str, Any]) -> None:
+    """Refuse `needle index` flags given beside --config (GIVEN: the parsed arguments), naming the file's key."""
+    for flag, (default, key) in FILE_FLAGS.items():
+        if given.get(flag, default) != default:
+            shown = "CORPUS" if flag == "corpus" else f"--{flag.replace('_', '-')}"
+            raise NeedleError(f"{shown} cannot be combined with --config: the file's {key} sets it")
+
+
+def index_with_config(
+    path: Path, out: Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> tuple[IndexManifest, Path]:
+    """`needle index --config PATH [--out DIR]`: build the index the file describes (with OVERRIDES, as for
+    `load_config`); returns its manifest and directory (DIR if given, else the backend's own index directory).
+
+    The corpus vectors are reused from `embedding_path` when it holds this model's vectors of this corpus, and
+    written there after the build.
+    """
+    config = load_config(path, overrides)
+    dense, npy, out = config.spec.dense, config.embedding_path, out or config.index_dir
+    manifest = build_index(
+        config.corpus,
+        out,
+        model=config.model or DEFAULT_MODEL,
+        overwrite=config.overwrite,
+        dense=dense,
+        bm25=not dense,
+        lang="en" if dense else config.spec.bm25_lang(),
+        target=config.target,
+        seed=npy if npy is not None and npy.is_file() else None,
+        embedder=config.spec.recorded() if dense else None,  # images too (needle_retrieval.index.images)
+        multimodal=config.multimodal,
+        options=config.options,
+    )
+    if npy is not None:
+        export_embeddings(out, manifest, npy)
+    return manifest, out
+
+
+def search_target(config: UltraRAGConfig) -> tuple[Path, str]:
+    """(index directory, search mode) of `needle search --config`: the index of the file's backend, in its mode.
+
+    :raises NeedleError: The index there was built for another backend than the file names (naming both), or
+        there is no index yet.
+    """
+    manifest = IndexManifest.load(config.index_dir)
+    wanted = config.spec.backend if config.spec.dense else "bm25"
+    built = backend_name(manifest.embedder) if "dense" in manifest.modes else "bm25"
+    if built != wanted:
+        raise NeedleError(
+            f"{config.path}: backend {wanted} names the index {config.index_dir}, but it was built with backend "
+            f"{built}: run `needle index --config {config.path}` first"
+        )
+    return config.index_dir, "dense" if config.spec.dense else "bm25"
+
+
+def web_search_component(
+    config: UltraRAGConfig, backend: str | None = None, batch: bool = False
+) -> "WebSearch | WebBatchSearch":
+    """A ready ``WebSearch`` (``WebBatchSearch`` with BATCH) for BACKEND (None: the file's `websearch_backend`),
+    with that provider's options from `websearch_backend_configs`, and the file's `top_k` and
+    `retrieve_thread_num`; not warmed up, nothing sent.
+
+    :raises NeedleError: An unknown backend, or a value the provider's component refuses (naming the file).
+    """
+    try:
+        return build_web_search(config.websearch, backend, batch, config.top_k, config.retrieve_thread_num)
+    except ValueError as error:
+        name = backend or config.websearch.backend
+        raise NeedleError(f"{config.path}: websearch_backend_configs.{name}: {error}") from None
+
+
+def export_embeddings(index_dir: Path, manifest: IndexManifest, npy: Path) -> None:
+    """Copy the generation's embedding file (and its fingerprint) to NPY, each replaced crash-safely
+    (``components.embedders.embedding_file.copy_embeddings``)."""
+    source = index_dir / manifest.generation / EMBEDDINGS
+    if source.is_file():
+        copy_embeddings(source, npy)
+
+
+def load_config(path: Path, overrides: Mapping[str, Any] | None = None) -> UltraRAGConfig:
+    """Read and check PATH; every problem is a NeedleError naming the file and key.
+
+    OVERRIDES: top-level keys replacing the file's values (as UltraRAG's tools take them as parameters), checked
+    and resolved exactly as the file's own (paths relative to the file).
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise NeedleError(f"cannot read the parameter file {path}: {' '.join(str(error).split())}") from None
+    if not isinstance(data, dict):
+        raise NeedleError(f"{path}: a parameter file holds a mapping of UltraRAG's keys, got {type(data).__name__}")
+    data.update(overrides or {})
+    try:
+        return _checked(path, data)
+    except ValueError as error:
+        raise NeedleError(f"{path}: {error}") from None
+
+
+def _checked(path: Path, data: dict[str, Any]) -> UltraRAGConfig:
+    """The config of DATA (parsed from PATH); a ValueError names the key."""
+    check_options("parameter file", data, TOP_LEVEL)
+    base = path.resolve().parent
+    multimodal, demo = bool_value(data, "is_multimodal"), bool_value(data, "is_demo")
+    backend = "openai" if demo else string_value(data, "backend", "sentence_transformers")
+    index_backend = "milvus" if demo else string_value(data, "index_backend", "faiss")
+    if multimodal and (backend, index_backend) != ("sentence_transformers", "faiss"):
+        raise ValueError(
+            "is_multimodal: true needs backend sentence_transformers (a CLIP model) and index_backend faiss"
+        )
+    spec = _spec(data, backend)
+    stores = options_block("index_backend_configs", data.get("index_backend_configs"))
+    chosen = check_index_backend(index_backend, stores, optional_string(data, "collection_name"), spec.dense)
+    embedding = path_value(base, data, "embedding_path")
+    if embedding is not None and embedding.suffix != ".npy":
+        raise ValueError(f"embedding_path must end with .npy, got {data.get('embedding_path')!r}")
+    return UltraRAGConfig(
+        path=path,
+        corpus=path_value(base, data, "corpus_path") or base / "corpus.jsonl",
+        embedding_path=embedding if spec.dense else None,
+        spec=spec,
+        index_dir=_index_dir(base, data, backend, index_backend, chosen, embedding),
+        target=chosen.target,
+        top_k=int_value(data, "top_k", DEFAULT_TOP_K, MAX_TOP_K),
+        overwrite=bool_value(data, "overwrite"),
+        multimodal=multimodal,
+        options=IndexOptions(duplicate_ids="position", store_settings=chosen.settings),
+        websearch=web_search_choice(data.get("websearch_backend"), data.get("websearch_backend_configs")),
+        retrieve_thread_num=int_value(data, "retrieve_thread_num", 1, MAX_THREADS),
+        retriever_url=retriever_url(data.get("retriever_url")),
+    )
+
+
+def _spec(data: dict[str, Any], backend: str) -> EmbedderSpec:
+    """The embedding backend's checked spec (BM25's too: it holds the tokenizer settings)."""
+    spec = embedder_spec(
+        backend,
+        string_value(data, "model_name_or_path", ""),
+        _backend_block(data, backend),
+        query_instruction=string_value(data, "query_instruction", ""),
+        batch_size=int_value(data, "batch_size", 32),
+        gpu_ids=gpu_list(data.get("gpu_ids"), backend),
+        api_key=_api_key(data, backend),
+    )
+    if spec.dense and not string_value(data, "model_name_or_path", "") and backend != "openai":
+        raise ValueError("model_name_or_path: the model is required for a dense backend")
+    return spec
+
+
+def _index_dir(
+    base: Path, data: dict[str, Any], backend: str, index_backend: str, chosen: IndexBackend, embedding: Path | None
+) -> Path:
+    """The index directory: the chosen backend's own path (see the module docstring)."""
+    if backend == "bm25":
+        where = _bm25_dir(base, data)
+    elif chosen.location is not None:
+        where = resolved(base, chosen.location)
+    elif index_backend == "milvus" and chosen.target.uri is not None and embedding is not None:
+        where = embedding.parent / f"milvus_{chosen.target.collection or 'needle'}"
+    else:
+        where = None
+    if where is None:
+        raise ValueError(f"{_location_key(backend, index_backend, chosen)}: needed to place the index (its directory)")
+    return where
+
+
+def _bm25_dir(base: Path, data: dict[str, Any]) -> Path | None:
+    """The BM25 index directory, `save_path`; refused when it is a dense index's path of the same file."""
+    where = path_value(base, data["backend_configs"].get("bm25") or {}, "save_path", "backend_configs.bm25.save_path")
+    stores = data.get("index_backend_configs") or {}
+    dense = [(stores.get("faiss") or {}).get("index_path"), (stores.get("milvus") or {}).get("uri")]
+    if where is not None and any(isinstance(p, str) and resolved(base, p) == where for p in dense):
+        raise ValueError(
+            "backend_configs.bm25.save_path names a dense index's path too (faiss index_path or milvus uri): "
+            "the BM25 index needs a directory of its own"
+        )
+    return where
+
+
+def _backend_block(data: dict[str, Any], backend: str) -> dict[str, Any]:
+    """Check every block of `backend_configs` (keys and their types); the chosen backend's block, factory keys
+    only."""
+    configs = options_block("backend_configs", data.get("backend_configs"))
+    check_options("backend_configs", configs, tuple(OPTIONS))
+    for name in configs:
+        configs[name] = options_block(f"backend_configs.{name}", configs[name])
+        check_block(name, configs[name], BLOCK_EXTRA.get(name))
+    data["backend_configs"] = configs
+    block = dict(configs.get(backend) or {})
+    for extra in BLOCK_EXTRA.get(backend, ()):
+        block.pop(extra, None)
+    return block
+
+
+def _api_key(data: dict[str, Any], backend: str) -> Secret | None:
+    """The openai key's Secret; a literal key in the file is moved into RETRIEVER_API_KEY with a warning."""
+    if backend != "openai":
+        return None
+    key = (data["backend_configs"].get("openai") or {}).get("api_key")
+    if not take_literal("backend_configs.openai.api_key", key, "RETRIEVER_API_KEY"):
+        return None
+    return Secret.from_env_var(KEY_VARIABLES, strict=False)
+
+
+def _location_key(backend: str, index_backend: str, chosen: IndexBackend) -> str:
+    """The key that places the index of this backend."""
+    if backend == "bm25":
+        return "backend_configs.bm25.save_path"
+    if index_backend == "faiss":
+        return "index_backend_configs.faiss.index_path"
+    return "embedding_path" if chosen.target.uri is not None else "index_backend_configs.milvus.uri"

@@ -1,0 +1,14 @@
+"""``needle_retrieval.ultrarag_config``, the module name the README gives for Python use of UltraRAG's parameter file.
+
+It lives in ``needle_retrieval.ultrarag.config``; this name hands on its public functions.
+"""
+
+from needle_retrieval.ultrarag.config import (
+    UltraRAGConfig,
+    index_with_config,
+    load_config,
+    search_target,
+    web_search_component,
+)
+
+__all__ = ["UltraRAGConfig", "index_with_config", "load_config", "search_target", "web_search_component"]
