@@ -12,6 +12,7 @@ from tests.support.integrity import live
 from tests.support.paths import SAMPLE
 
 # What `needle index` 0.1 wrote into each wrapper, and, older still, before the package had its folders.
+BASE = "SearchPipelineWrapper"
 OLD_IMPORTS = [
     "from needle.serve.hayhooks import SearchPipelineWrapper",
     "from needle.hayhooks_wrapper import SearchPipelineWrapper",
@@ -25,7 +26,7 @@ def as_built_by_0_1(index: Path, old_import: str) -> None:
     manifest_file = generation / "manifest.json"
     manifest = json.loads(manifest_file.read_text())
     for wrapper in generation.glob("hayhooks/*/pipeline_wrapper.py"):
-        text = wrapper.read_text().replace("from needle_retrieval.serve.hayhooks import SearchPipelineWrapper", old_import)
+        text = wrapper.read_text().replace(f"from needle_retrieval.serve.hayhooks import {BASE}", old_import)
         assert old_import in text
         wrapper.write_text(text)
         name = str(wrapper.relative_to(generation))
