@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 INF_VENV := .venv-infinity
 INF_STAMP := $(INF_VENV)/.installed
 
-.PHONY: run test lint install bench clean
+.PHONY: run test lint install bench clean docs smoke
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -41,8 +41,17 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The documentation site, as CI builds it: any warning (a broken link, a missing page or docstring) fails.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+# The package as users install it: sdist + wheel built, the wheel installed into a fresh venv, used from outside
+# the repository (.ci/package_smoke.sh).
+smoke: $(STAMP)
+	bash .ci/package_smoke.sh
+
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(INF_VENV) .needle .pytest-models
+	rm -rf $(VENV) $(INF_VENV) .needle .pytest-models site dist
