@@ -22,7 +22,7 @@ import yaml
 
 from needle_retrieval.cli import main
 from needle_retrieval.search.searcher import Searcher
-from tests.needle.serve.test_hayhooks_run import start_hayhooks
+from tests.needle_retrieval.serve.test_hayhooks_run import start_hayhooks
 from tests.support.paths import DATA, SAMPLE
 from tests.support.serve import Server, start, stop
 
