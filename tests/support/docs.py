@@ -100,7 +100,9 @@ def settings_of(line: str) -> dict[str, str]:
 def milvus_server(scratch: Path) -> Iterator[dict[str, str]]:
     from tests.support.milvus import running_server
 
-    with running_server(scratch / ".milvus-server") as server:
+    root = scratch / ".milvus-server"
+    root.mkdir(exist_ok=True)
+    with running_server(root) as server:
         yield {"MILVUS_URI": server.uri}
 
 
@@ -114,14 +116,14 @@ def openai_server(_: Path) -> Iterator[dict[str, str]]:
 
 @contextmanager
 def web_servers(_: Path) -> Iterator[dict[str, str]]:
-    from tests.support.servers.websearch import serve
+    from tests.support.servers.websearch import API_KEY, serve
 
     env = {}
     with ExitStack() as stack:
         for provider in ("exa", "tavily", "zhipuai"):
             url, _state = stack.enter_context(serve(provider))
             env[f"{provider.upper()}_BASE_URL"] = url
-            env[f"{provider.upper()}_API_KEY"] = f"{provider}-docs-example-key"
+            env[f"{provider.upper()}_API_KEY"] = API_KEY  # the one key the stand-ins accept
         yield env
 
 

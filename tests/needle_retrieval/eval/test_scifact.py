@@ -1,8 +1,9 @@
-"""Quality on SciFact (300 test queries) through the README's own `needle eval` commands.
+"""Quality on SciFact (300 test queries) through the evaluation guide's own `needle eval` commands.
 
-Runs the README's `text` block with its dataset path (datasets/scifact) pointed at ../shared/data/scifact, then
-checks the figures each issue promises: dense (all-MiniLM-L6-v2) nDCG@10 >= 0.64, BM25 >= 0.670, the mix hybrid at
-least 0.02 above both, and our nDCG@10 equal (within 0.005) to what ranx computes on the TREC run file.
+Runs the `text` block of docs/guides/evaluation.md with its dataset path (datasets/scifact) pointed at
+../shared/data/scifact, then checks the figures each issue promises: dense (all-MiniLM-L6-v2) nDCG@10 >= 0.64, BM25
+>= 0.670, the mix hybrid at least 0.02 above both, and our nDCG@10 equal (within 0.005) to what ranx computes on the
+TREC run file.
 The corpus embeddings are cached under ~/.cache/needle/eval, so a second run does not encode again.
 """
 
@@ -16,15 +17,15 @@ import pytest
 from needle_retrieval.cli import main
 from tests.support.paths import REPO
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
+GUIDE = (REPO / "docs" / "guides" / "evaluation.md").read_text(encoding="utf-8")
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def results(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Run every `needle eval` line of the README's Evaluate block; return the JSON results by mode."""
+    """Run every `needle eval` line of the evaluation guide's SciFact block; return the JSON results by mode."""
     work = tmp_path_factory.mktemp("scifact")
-    block = re.search(r"```text\n(needle eval .*?)```", README, flags=re.S).group(1)
+    block = re.search(r"```text\n(needle eval .*?)```", GUIDE, flags=re.S).group(1)
     for line in block.strip().splitlines():
         argv = [str(scifact_dir) if a == "datasets/scifact" else a for a in shlex.split(line)[1:]]
         argv = [str(work / a) if a.endswith((".json", ".png", ".trec")) else a for a in argv]
@@ -48,7 +49,7 @@ def test_bm25_matches_lucene_bm25(results: dict) -> None:
 def test_hybrid_beats_both_and_is_set_beside_rrf(results: dict) -> None:
     best_single = max(ndcg(results, "dense"), ndcg(results, "bm25"))
     assert ndcg(results, "hybrid") >= best_single + 0.02
-    assert ndcg(results, "rrf") > 0  # reported beside it in the README table
+    assert ndcg(results, "rrf") > 0  # reported beside it in the guide's table
 
 
 def test_ndcg_agrees_with_ranx_on_the_run_file(results: dict, scifact_dir: Path) -> None:

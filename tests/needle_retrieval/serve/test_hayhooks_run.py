@@ -1,6 +1,6 @@
-"""Hayhooks' own server, `hayhooks run`, serves every search pipeline `needle index` writes, with the README's one line.
+"""Hayhooks' own server, `hayhooks run`, serves every search pipeline `needle index` writes, with the guide's one line.
 
-The real CLI (``.venv/bin/hayhooks``, a subprocess on a free 127.0.0.1 port) is started exactly as README says,
+The real CLI (``.venv/bin/hayhooks``, a subprocess on a free 127.0.0.1 port) is started as docs/guides/serving.md says,
 ``hayhooks run --pipelines-dir DIR/$(cat DIR/CURRENT)/hayhooks``, with no deserialization allowlist in its
 environment, from a working directory that is not the index, over a copy of the index moved away from where it was
 built (its pipelines name paths relative to DIR). Every generated pipeline deploys and answers a query; a request's
@@ -51,11 +51,11 @@ def wait_until_answering(server: Server) -> None:
 
 
 def start_hayhooks(index: Path, tmp_path_factory: pytest.TempPathFactory) -> Server:
-    """`hayhooks run` over INDEX's live generation as README says, from an unrelated directory."""
+    """`hayhooks run` over INDEX's live generation as the serving guide says, from an unrelated directory."""
     generation = (index / "CURRENT").read_text(encoding="utf-8").strip()
     port = free_port()
     command = [str(HAYHOOKS), "run", "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--pipelines-dir", f"{index}/{generation}/hayhooks"]  # README: DIR/$(cat DIR/CURRENT)/hayhooks
+    command += ["--pipelines-dir", f"{index}/{generation}/hayhooks"]  # as the guide: DIR/$(cat DIR/CURRENT)/hayhooks
     log = tmp_path_factory.mktemp("hayhooks-log") / "hayhooks.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(

@@ -1,10 +1,10 @@
-"""The README's `needle tune` block on SciFact, run line by line as a user would: tune, eval, tune --reset.
+"""The hybrid search guide's `needle tune` block on SciFact, run line by line as a user would: tune, eval, tune --reset.
 
-The block is read from README.md, its dataset path (datasets/scifact) pointed at ../shared/data/scifact, and
+The block is read from docs/guides/hybrid.md, its dataset path (datasets/scifact) pointed at ../shared/data/scifact, and
 each line gets `--index-dir` of an index under tmp_path: without it tune would install fusion.json in eval's
 shared cache (~/.cache/needle/eval), which the other SciFact tests search. That index is built from eval's
 cached corpus embeddings when there are any, so nothing is encoded again. Checked: what tune prints (the split
-and query count the README line names, both fitted values kept, the issue's 0.72 on test), that the eval after it
+and query count the guide's line names, both fitted values kept, the issue's 0.72 on test), that the eval after it
 searches the tuned curve and scores what tune reported for test, and that --reset brings the defaults back.
 """
 
@@ -23,14 +23,14 @@ from needle_retrieval.index.generations import live_name
 from needle_retrieval.pipelines.fusion import Fusion, Mix, fusion_path, read_fusion
 from tests.support.paths import REPO
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
-BLOCK = re.search(r"```text\n(needle tune .*?)```", README, flags=re.S)
+GUIDE = (REPO / "docs" / "guides" / "hybrid.md").read_text(encoding="utf-8")
+BLOCK = re.search(r"```text\n(needle tune .*?)```", GUIDE, flags=re.S)
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @dataclass
 class Session:
-    """What the README's three lines printed, and the fusion.json the tune line installed."""
+    """What the guide's three lines printed, and the fusion.json the tune line installed."""
 
     lines: list[str]
     tune: str
@@ -40,9 +40,9 @@ class Session:
     index: Path
 
 
-def readme_lines() -> list[str]:
+def guide_lines() -> list[str]:
     """The block's command lines, in order: tune, eval, tune --reset."""
-    assert BLOCK is not None, "README has no ```text block starting with `needle tune`"
+    assert BLOCK is not None, "docs/guides/hybrid.md has no ```text block starting with `needle tune`"
     lines = BLOCK.group(1).strip().splitlines()
     assert [shlex.split(line, comments=True)[:2] for line in lines] == [
         ["needle", cmd] for cmd in ("tune", "eval", "tune")
@@ -52,7 +52,7 @@ def readme_lines() -> list[str]:
 
 
 def run_line(line: str, dataset: Path, index: Path) -> str:
-    """Run one README line in-process on DATASET and INDEX; returns what it printed on stdout."""
+    """Run one of the guide's lines in-process on DATASET and INDEX; returns what it printed on stdout."""
     argv = [str(dataset) if a == "datasets/scifact" else a for a in shlex.split(line, comments=True)[1:]]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -62,16 +62,16 @@ def run_line(line: str, dataset: Path, index: Path) -> str:
 
 @pytest.fixture(scope="module")
 def session(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Session:
-    """The three README lines run in order on one index (built first from eval's cached embeddings)."""
+    """The guide's three lines run in order on one index (built first from eval's cached embeddings)."""
     from needle_retrieval.defaults import DEFAULT_MODEL
     from needle_retrieval.eval.command import default_index_dir
     from needle_retrieval.index.build import build_index
     from needle_retrieval.index.generations import embeddings_file
 
-    corpus, index = scifact_dir / "corpus.jsonl", tmp_path_factory.mktemp("readme-tune") / "index"
+    corpus, index = scifact_dir / "corpus.jsonl", tmp_path_factory.mktemp("docs-tune") / "index"
     seed = embeddings_file(default_index_dir(corpus))  # eval's cached embeddings, when there are any
     build_index(corpus, index, model=DEFAULT_MODEL, overwrite=False, dense=True, bm25=True, seed=seed)
-    lines = readme_lines()
+    lines = guide_lines()
     tuned = run_line(lines[0], scifact_dir, index)
     installed = read_fusion(index)
     evaluated = run_line(lines[1], scifact_dir, index)
@@ -86,7 +86,7 @@ def cell(table: str, label: str) -> str:
 
 
 def test_tune_fits_the_train_split_and_keeps_both_values(session: Session) -> None:
-    count = re.search(r"\((\d+) queries\)", session.lines[0])  # the README line's own comment
+    count = re.search(r"\((\d+) queries\)", session.lines[0])  # the guide line's own comment
     assert count is not None
     assert f"tuned on scifact train ({count.group(1)} queries)" in session.tune
     assert re.search(r"^  mix  \S+: \d\.\d{4} vs default \d\.\d{4}, kept$", session.tune, flags=re.M)
@@ -118,8 +118,8 @@ def test_eval_afterwards_searches_the_tuned_curve(session: Session) -> None:
     assert float(cell(session.eval, "nDCG@10")) == pytest.approx(tuned_test_ndcg(session.tune), abs=1e-4)
 
 
-def test_readme_table_has_the_tuned_figures(session: Session) -> None:
-    row = re.search(r"^\| mix, tuned ([\d. /]+) \| ([\d.]+) \| \*\*([\d.]+)\*\* \|$", README, flags=re.M)
+def test_guide_table_has_the_tuned_figures(session: Session) -> None:
+    row = re.search(r"^\| mix, tuned ([\d. /]+) \| ([\d.]+) \| \*\*([\d.]+)\*\* \|$", GUIDE, flags=re.M)
     assert row is not None
     assert session.installed is not None
     assert row.group(1).replace(" ", "") == "/".join(f"{v:g}" for v in vars(session.installed.mix).values())
