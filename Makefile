@@ -43,7 +43,7 @@ lint: $(STAMP)
 
 # The documentation site, as CI builds it: any warning (a broken link, a missing page or docstring) fails.
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The package as users install it: sdist + wheel built, the wheel installed into a fresh venv, used from outside
 # the repository (.ci/package_smoke.sh).

@@ -6,11 +6,13 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
+import yaml
 from haystack import Pipeline
 
 import components  # noqa: F401  (allowlists our component types for Pipeline.loads)
 from needle_retrieval.cli import main
 from needle_retrieval.pipelines import shipped
+from tests.support.docs import blocks_of
 from tests.support.paths import REPO
 
 IN_REPO = sorted((REPO / "pipelines").glob("*.yaml"))
@@ -68,3 +70,9 @@ def test_the_documented_importlib_resources_access_reads_the_same_file() -> None
     text = (files("needle_retrieval.pipelines") / "yaml" / "bm25_search.yaml").read_text(encoding="utf-8")
     assert text == shipped.read("bm25_search")
     assert Path(str(shipped.folder())).resolve() == (REPO / "pipelines").resolve()
+
+
+def test_the_readme_pipeline_is_the_shipped_hybrid_search_file() -> None:
+    """README.md shows hybrid_search.yaml without its comments: the two say the same, or the README has drifted."""
+    (readme,) = [block for block in blocks_of(REPO / "README.md") if block.lang == "yaml"]
+    assert yaml.safe_load(readme.body) == yaml.safe_load(shipped.read("hybrid_search"))
