@@ -159,7 +159,9 @@ def test_objects_the_program_froze_stay_frozen(collections: list[int]) -> None:
         frozen = gc.get_freeze_count()
         with collector_paused():
             made = [{"n": i} for i in range(1000)]
-        assert gc.get_freeze_count() == frozen
+        # An unfreeze would empty the permanent generation; a few frozen objects may be freed meanwhile by a thread
+        # of an earlier test (seen under load), so the count may drop a little, never to half.
+        assert gc.get_freeze_count() > frozen // 2
         assert gc.isenabled()
         assert len(made) == 1000
     finally:
