@@ -77,10 +77,13 @@ def _identity(status: os.stat_result) -> _Identity:
 def _open_regular(path: Path) -> int:
     """A read-only descriptor of PATH, which must be a regular file and not a symbolic link.
 
+    Opened without waiting (``O_NONBLOCK``, no effect on a regular file): a FIFO planted in its place is refused at
+    once instead of blocking the reader until some writer opens it.
+
     :raises DocumentStoreError: naming PATH when it is missing, a link or not a regular file.
     """
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise DocumentStoreError(f"{path}: missing") from None
     except OSError as error:
@@ -90,6 +93,21 @@ def _open_regular(path: Path) -> int:
         os.close(descriptor)
         raise DocumentStoreError(f"{path}: not a regular file")
     return descriptor
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of a small file that someone else may have written (a JSON setting beside an index).
+
+    Opened as the files of a generation are (``_open_regular``: no link followed, a FIFO or device refused without
+    waiting), and read only up to LIMIT bytes: a file any larger is refused rather than read into memory.
+
+    :raises DocumentStoreError: naming PATH when it is missing, a link, not a regular file or over LIMIT bytes.
+    """
+    with os.fdopen(_open_regular(path), "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise DocumentStoreError(f"{path}: larger than {limit:,} bytes, more than such a file ever holds")
+    return data
 
 
 def sha256_file(path: Path, advance: Advance | None = None) -> str:

@@ -27,17 +27,22 @@ Haystack's ``DocumentJoiner`` in the single-query rrf_search.yaml fixes k = 61 a
 import argparse
 import json
 import math
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from haystack.document_stores.errors import DocumentStoreError
+
 from components.atomic_files import atomic_write_text, fsync_directory
 from components.joiners.rrf_batch_joiner import MAX_K, RRF_K
+from components.stores.file_digests import read_regular
 from needle_retrieval.errors import NeedleError
 
 # `needle tune`'s fitted fusion parameters, beside the generations (needle_retrieval.index.generations): every rebuild
 # keeps them.
 FUSION_FILE = "fusion.json"
+MAX_FUSION_BYTES = 1 << 20  # `needle tune` writes well under 4 KiB; anything near this is not its file
 SCHEMA = "needle.fusion/1"
 MIX_KEYS = ("baseline", "amplitude", "slope", "midpoint")
 MAX_SLOPE = 1000.0  # the sigmoid is a step long before this; a larger value is a damaged file
@@ -104,11 +109,11 @@ def read_fusion(index_dir: Path) -> Fusion | None:
     :raises NeedleError: one line naming the file and the field, for anything but a valid file.
     """
     path = fusion_path(index_dir)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError) as error:
+    try:
+        text = read_regular(path, MAX_FUSION_BYTES).decode("utf-8")
+    except (DocumentStoreError, OSError, UnicodeDecodeError) as error:
         raise NeedleError(f"{path}: cannot be read ({error}); run `needle tune` again or delete it") from None
     return parse_fusion(text, path)
 
