@@ -19,6 +19,7 @@ Blank lines at the end of the file (editors add them) are ignored; a blank line 
 error, and so is a file without any object.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -61,17 +62,21 @@ def json_type(value: Any) -> str:
     return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def iter_json_objects(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_objects(
+    path: str | os.PathLike[str], stream: BinaryIO | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """
     Yield ``(line number, object)`` for each line of a JSONL file, streaming (memory: one line).
 
+    :param stream: the file's bytes when the caller has already read them (a pipe can be read only once); PATH then
+        only names the file in errors.
     :raises CorpusFormatError: on the first line that breaks a rule of this module, or for a file without objects.
     :raises FileNotFoundError: when the file is missing.
     """
     path = Path(path)
     first_blank: int | None = None
     found = False
-    with path.open("rb") as handle:
+    with path.open("rb") if stream is None else contextlib.nullcontext(stream) as handle:
         for line_no, line in enumerate(_raw_lines(handle, path), start=1):
             raw = line[len(_BOM) :] if line_no == 1 and line.startswith(_BOM) else line
             if not raw.strip():

@@ -14,6 +14,7 @@ Pyserini's ``.json`` topics (one object holding every topic) are refused, naming
 unique (a repeat names both lines) and hold no whitespace, which would split a run's columns.
 """
 
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from needle_retrieval.errors import NeedleError
 ACCEPTED = "a BEIR queries.jsonl ({'_id', 'text'} lines), a qid<TAB>text TSV, or TREC topics (<top> <num> <title>)"
 ID_FIELDS = ("_id", "qid", "id")  # BEIR, then Pyserini/Anserini JSONL topics
 TEXT_FIELDS = ("text", "query", "title")
+# Read whole before parsing: MS MARCO's million queries take about 50 MB; /dev/zero given as a file stops here.
+MAX_FILE_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,9 @@ def read_queries(path: Path) -> list[Query]:
     :raises NeedleError: one line naming the file, the line and the field at fault, or the formats accepted.
     """
     try:
-        reader = _reader(path)
-        queries = list(reader(path))
+        data = _read_once(path)
+        reader = _reader(path, data)
+        queries = list(reader(path, data))
     except OSError as e:
         raise NeedleError(f"cannot read queries file {path}: {e.strerror or e}") from None
     except CorpusFormatError as e:
@@ -58,14 +62,27 @@ def read_queries(path: Path) -> list[Query]:
     return queries
 
 
-def _reader(path: Path) -> Callable[[Path], Iterator[Query]]:
-    """The reader of PATH's format: JSONL by its extension or its first line, TREC topics or TSV by its first line."""
-    if path.suffix == ".jsonl":
-        return _jsonl_queries
+def _read_once(path: Path) -> bytes:
+    """PATH's bytes, read in one pass: a pipe (``<(...)``, ``/dev/stdin``) or a FIFO can be read only once, and its
+    format is told from the same bytes that are then parsed.
+
+    :raises NeedleError: for a file over ``MAX_FILE_BYTES``.
+    """
     if path.suffix == ".json":
         raise NeedleError(f"{path}: a .json topics file (one object of all topics) is not read; expected {ACCEPTED}")
     with path.open("rb") as handle:
-        head = next((line for line in handle if line.strip(b" \r\n")), b"").removeprefix(b"\xef\xbb\xbf").lstrip(b" ")
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise NeedleError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes, more than a queries file holds")
+    return data
+
+
+def _reader(path: Path, data: bytes) -> Callable[[Path, bytes], Iterator[Query]]:
+    """The reader of PATH's format: JSONL by its extension or its first line, TREC topics or TSV by its first line."""
+    if path.suffix == ".jsonl":
+        return _jsonl_queries
+    lines = io.BytesIO(data)
+    head = next((line for line in lines if line.strip(b" \r\n")), b"").removeprefix(b"\xef\xbb\xbf").lstrip(b" ")
     if not head.strip():
         raise NeedleError(f"{path}: no queries; expected {ACCEPTED}")
     if head.startswith(b"{"):
@@ -97,9 +114,9 @@ def _text(path: Path, line: int, text: object, field: str) -> str:
         raise NeedleError(f"{path}, line {line}: {e}") from None
 
 
-def _jsonl_queries(path: Path) -> Iterator[Query]:
+def _jsonl_queries(path: Path, data: bytes) -> Iterator[Query]:
     """JSON lines: the id in the first of ``ID_FIELDS`` a line has, the text in the first of ``TEXT_FIELDS``."""
-    for line, obj in iter_json_objects(path):
+    for line, obj in iter_json_objects(path, io.BytesIO(data)):
         id_field = next((f for f in ID_FIELDS if f in obj), None)
         text_field = next((f for f in TEXT_FIELDS if f in obj), None)
         if id_field is None or text_field is None:
@@ -111,9 +128,9 @@ def _jsonl_queries(path: Path) -> Iterator[Query]:
         yield Query(_qid(path, line, obj[id_field]), _text(path, line, obj[text_field], f"field {text_field!r}"), line)
 
 
-def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, text without its line ending) of a UTF-8 file; a bad byte names its line."""
-    with path.open("rb") as handle:
+def _text_lines(path: Path, data: bytes) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text without its line ending) of a UTF-8 file's DATA; a bad byte names its line."""
+    with io.BytesIO(data) as handle:
         for number, raw in enumerate(handle, start=1):
             data = raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw
             try:
@@ -123,9 +140,9 @@ def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
                 raise NeedleError(f"{path}, line {number}: not valid UTF-8 ({bad})") from None
 
 
-def _tsv_queries(path: Path) -> Iterator[Query]:
+def _tsv_queries(path: Path, data: bytes) -> Iterator[Query]:
     """``qid<TAB>text`` lines; blank lines are skipped."""
-    for number, text in _text_lines(path):
+    for number, text in _text_lines(path, data):
         if not text.strip():
             continue
         fields = text.split("\t")
@@ -140,13 +157,13 @@ def _tag_value(text: str, tag: str, prefix: str) -> str:
     return value[len(prefix) :].strip() if value.lower().startswith(prefix.lower()) else value
 
 
-def _trec_topics(path: Path) -> Iterator[Query]:
+def _trec_topics(path: Path, data: bytes) -> Iterator[Query]:
     """TREC ad hoc topics: ``<top>``, ``<num> Number: N``, ``<title> text`` (or text on the next line), then
     ``<desc>`` and ``<narr>``, which a run does not search, up to ``</top>``; lines between topics are ignored."""
     start: int | None = None  # the line of the open topic's <top>
     num: tuple[int, str] | None = None
     title: tuple[int, str] | None = None
-    for number, text in _text_lines(path):
+    for number, text in _text_lines(path, data):
         line = text.strip()
         if line.startswith("<top"):
             if start is not None:

@@ -2,6 +2,7 @@
 as a Pyserini user has it on disk, and every bad file is one line naming the file, the line and the field."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,30 @@ def test_bad_bytes_and_missing_files_are_named(tmp_path: Path) -> None:
         read_queries(write(tmp_path, "q.tsv", b"q1\tok\nq2\t\xff\n"))
     with pytest.raises(NeedleError, match=r"cannot read queries file .*missing\.tsv: No such file"):
         read_queries(tmp_path / "missing.tsv")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("q1\tcalendar\nq2\tzip archives\n", [Query("q1", "calendar", 1), Query("q2", "zip archives", 2)]),
+        ('{"_id": "q1", "text": "calendar"}\n', [Query("q1", "calendar", 1)]),
+        ("<top>\n<num> Number: 7\n<title> calendar\n</top>\n", [Query("7", "calendar", 2)]),
+    ],
+    ids=["tsv", "jsonl", "trec"],
+)
+def test_a_pipe_is_read_once_and_whole(text: str, expected: list[Query]) -> None:
+    """`--queries <(printf ...)` or /dev/stdin from a pipe: the format is told from the bytes that are then read
+    (before, the sniff consumed the pipe and an empty run came out with exit 0)."""
+    read_end, write_end = os.pipe()
+    with os.fdopen(write_end, "wb") as writer:
+        writer.write(text.encode())
+    try:
+        assert read_queries(Path(f"/dev/fd/{read_end}")) == expected
+    finally:
+        os.close(read_end)
+
+
+def test_an_endless_file_is_refused_at_the_size_cap() -> None:
+    """/dev/zero as the queries file: one line naming it, not a MemoryError."""
+    with pytest.raises(NeedleError, match=r"^/dev/zero: larger than 268,435,456 bytes"):
+        read_queries(Path("/dev/zero"))
