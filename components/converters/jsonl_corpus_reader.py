@@ -43,6 +43,7 @@ __all__ = ["CorpusFormatError", "JSONLCorpusReader", "iter_corpus"]
 _RESERVED_META = "corpus_line"
 _CORPUS_ID = "corpus_id"  # meta key of a renamed duplicate's id as the file gives it (duplicate_ids="position")
 DUPLICATE_IDS = ("error", "position")
+_OTHER_ID = {"id": "_id", "_id": "id"}  # UltraRAG's and BEIR's id fields: a corpus uses one of them throughout
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,9 @@ def _detect_layout(
 def _take_id(obj: dict[str, Any], field: str, path: Path, line_no: int, required: bool) -> str:
     """Pop the id field; integers become strings, a missing id becomes the line number unless ``required``."""
     value = obj.pop(field, None)
+    if value is None and _OTHER_ID.get(field) in obj:  # its id would silently become the line number
+        problem = f"id in '{_OTHER_ID[field]}', but this corpus's ids are in '{field}' (as on its first line)"
+        raise CorpusFormatError(path, line_no, f"{problem}: use one id field throughout")
     if value is None and required:
         raise CorpusFormatError(path, line_no, f"missing id field '{field}'")
     if value is None:

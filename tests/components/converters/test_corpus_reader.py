@@ -329,3 +329,25 @@ def test_corpus_id_is_reserved_by_position_only(tmp_path: Path) -> None:
     assert "field 'corpus_id' is reserved for the reader with duplicate_ids='position'" in error_for(
         path, duplicate_ids="position"
     )
+
+
+@pytest.mark.parametrize(
+    ("lines", "line", "other", "kept"),
+    [
+        (['{"id": "a", "contents": "x"}', '{"_id": "b", "contents": "y"}'], 2, "_id", "id"),
+        (['{"_id": "a", "text": "x"}', '{"id": "b", "text": "y"}'], 2, "id", "_id"),
+    ],
+    ids=["ultrarag-then-beir", "beir-then-ultrarag"],
+)
+def test_a_corpus_mixing_id_fields_is_refused_naming_the_line(
+    tmp_path: Path, lines: list[str], line: int, other: str, kept: str
+) -> None:
+    """Before, the line with the other id field was indexed under its line number, its own id lost in meta."""
+    message = error_for(write_lines(tmp_path, *lines))
+    assert f"line {line}" in message
+    assert f"id in '{other}', but this corpus's ids are in '{kept}'" in message
+
+
+def test_lines_without_any_id_still_take_their_line_number(tmp_path: Path) -> None:
+    docs = read(write_lines(tmp_path, '{"id": "a", "contents": "x"}', '{"contents": "y"}'))
+    assert [doc.id for doc in docs] == ["a", "2"]
