@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
-
-SCIFACT = REPO.parent / "shared" / "data" / "scifact"
+from tests.support.paths import SCIFACT
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,11 +61,12 @@ def test_every_page_has_only_blocks_the_harness_runs() -> None:
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(REPO)))
-def test_page_runs(page: Path, scratch: Path) -> None:
+def test_page_runs(page: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     namespace: dict[str, object] = {"__name__": "__docs__"}
     background: list[subprocess.Popen[bytes]] = []
     with services(sorted({name for block in blocks_of(page) for name in block.needs}), scratch) as env:
-        os.environ.update(env)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)  # undone when the test ends
         try:
             for block in blocks_of(page):
                 if block.file:
@@ -76,8 +76,6 @@ def test_page_runs(page: Path, scratch: Path) -> None:
                     f"{block.where}: expected {block.expect!r} in what it printed:\n{printed[-3000:]}"
                 )
         finally:
-            for name in env:
-                os.environ.pop(name, None)
             stop_all(background)
 
 
@@ -177,12 +175,3 @@ def stop_all(processes: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=30)
-
-
-@pytest.fixture(autouse=True)
-def _no_leaked_environment() -> Iterator[None]:
-    """A page's service variables never reach the next test."""
-    before = dict(os.environ)
-    yield
-    for name in set(os.environ) - set(before):
-        os.environ.pop(name, None)

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
+from tests.support.paths import REPO, SCIFACT
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 SETUP = re.compile(r"<!--\s*docs-test:(?P<settings>.*?)-->\s*$")
-SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 
 @dataclass(frozen=True)

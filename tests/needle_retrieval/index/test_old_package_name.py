@@ -1,14 +1,12 @@
 """An index generation built before 0.2.0, whose Hayhooks wrappers import the package by its old name `needle`, is
 refused in one line with the rebuild hint (never a traceback), and the rebuild the hint names works over it."""
 
-import hashlib
-import json
 from pathlib import Path
 
 import pytest
 
 from needle_retrieval.cli import main
-from tests.support.integrity import live
+from tests.support.integrity import live, reseal
 from tests.support.paths import SAMPLE
 
 # What `needle index` 0.1 wrote into each wrapper, and, older still, before the package had its folders.
@@ -23,16 +21,11 @@ def as_built_by_0_1(index: Path, old_import: str) -> None:
     """Give every wrapper of the live generation the old import, its manifest digests recomputed to match: the
     generation is then byte for byte what the old version would have left."""
     generation = live(index)
-    manifest_file = generation / "manifest.json"
-    manifest = json.loads(manifest_file.read_text())
     for wrapper in generation.glob("hayhooks/*/pipeline_wrapper.py"):
         text = wrapper.read_text().replace(f"from needle_retrieval.serve.hayhooks import {BASE}", old_import)
         assert old_import in text
         wrapper.write_text(text)
-        name = str(wrapper.relative_to(generation))
-        manifest["files"][name] = wrapper.stat().st_size
-        manifest["sha256"][name] = hashlib.sha256(wrapper.read_bytes()).hexdigest()
-    manifest_file.write_text(json.dumps(manifest))
+        reseal(wrapper, generation)
 
 
 @pytest.mark.parametrize("old_import", OLD_IMPORTS)
