@@ -7,14 +7,16 @@ the official `openai` SDK pointed at `base_url`:
 
 * texts go out in requests of `batch_size`, at most `concurrency` at once, and come back as one matrix in input
   order whatever order the requests finish in;
-* every request has a deadline from sending it to the last byte of its answer (`timeout`; the SDK's own timeout
-  bounds each read only, so a server that trickles bytes could stretch it without end) and an answer may hold at
-  most `MAX_ANSWER_BYTES_PER_INPUT` per text plus 1 MiB: the SDK is handed a `LimitedAsyncClient`
-  (`components.http_limits`). `run` is `run_async` on a private event loop with a client of its own, so both
-  paths have the same bounds (a blocking read cannot be interrupted at a deadline);
+* every request has a deadline from sending it to the last byte of its answer, retries and the waits between them
+  included (`timeout`; the SDK's own timeout bounds each read only, so a server that trickles bytes could stretch
+  it without end), an answer may hold at most `MAX_ANSWER_BYTES_PER_INPUT` per text plus 1 MiB, and a redirect
+  is not followed: the SDK is handed a `LimitedAsyncClient` (`components.http_limits`). `run` is `run_async` on a
+  private event loop with a client of its own, so both paths have the same bounds (a blocking read cannot be
+  interrupted at a deadline);
 * timeouts, lost connections, 408/409/429 and 5xx are retried `max_retries` times, waiting `backoff * 2**n`
-  seconds (longer if the server's `Retry-After` says so); anything else fails at once with the server's own
-  message (see `openai_protocol`), and so does every answer that does not hold one vector per input;
+  seconds (longer if the server's `Retry-After` says so) while the wait still fits in `timeout`; anything else
+  fails at once with the server's own message (see `openai_protocol`), and so does every answer that does not
+  hold one vector per input;
 * the API key is a Haystack `Secret`, by default the first of `OPENAI_API_KEY` / `RETRIEVER_API_KEY` that is
   set; a self-hosted server (`base_url` given) may need none.
 
@@ -42,9 +44,9 @@ from components.embedders.openai_protocol import (
     is_retryable,
     parse_embeddings,
     retry_delay,
-    too_large,
+    unusable,
 )
-from components.http_limits import LimitedAsyncClient, ResponseTooLarge, run_blocking
+from components.http_limits import CallDeadline, LimitedAsyncClient, UnusableAnswer, run_blocking
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_API_KEY = Secret.from_env_var(["OPENAI_API_KEY", "RETRIEVER_API_KEY"], strict=False)
@@ -215,25 +217,37 @@ class OpenAIEmbedderBase:
         return _combine([task.result() for task in tasks])
 
     async def _embed_batch(self, client: openai.AsyncOpenAI, batch: list[str]) -> tuple[Matrix, Meta]:
-        """One request, retried as the module docstring says; the checked matrix and meta of its answer."""
+        """One request, retried as the module docstring says, all within `timeout`; the checked matrix and meta of
+        its answer."""
         url = self._url(client.base_url)
-        attempt = 0
-        while True:
-            try:
-                raw = await client.embeddings.with_raw_response.create(**self._request(batch))
-            except ResponseTooLarge as exc:  # the same server would send it again: not retried
-                raise too_large(exc, url, len(batch)) from None
-            except openai.OpenAIError as exc:
-                self._give_up_unless_retryable(exc, len(batch), attempt, client.base_url)
-                await asyncio.sleep(retry_delay(exc, attempt, self.backoff))
-                attempt += 1
-            else:
-                return parse_embeddings(raw.content, len(batch), self.dimensions, url)
+        with CallDeadline(self.timeout) as deadline:
+            attempt = 0
+            while True:
+                try:
+                    raw = await client.embeddings.with_raw_response.create(**self._request(batch))
+                except UnusableAnswer as exc:  # the same server would answer so again: not retried
+                    raise unusable(exc, url, len(batch)) from None
+                except openai.OpenAIError as exc:
+                    self._give_up_unless_retryable(exc, len(batch), attempt, client.base_url)
+                    self._give_up_unless_in_time(exc, len(batch), attempt, client.base_url, deadline)
+                    await asyncio.sleep(retry_delay(exc, attempt, self.backoff))
+                    attempt += 1
+                else:
+                    return parse_embeddings(raw.content, len(batch), self.dimensions, url)
 
     def _give_up_unless_retryable(self, exc: openai.OpenAIError, count: int, attempt: int, base: object) -> None:
         """Raise an `OpenAIEmbeddingError` for `exc` unless it may be retried and retries are left."""
         if attempt >= self.max_retries or not is_retryable(exc):
             raise failure(exc, self._url(base), count, attempt + 1, self._key_missing) from exc
+
+    def _give_up_unless_in_time(
+        self, exc: openai.OpenAIError, count: int, attempt: int, base: object, deadline: CallDeadline
+    ) -> None:
+        """Raise an `OpenAIEmbeddingError` for `exc` if the wait before the next attempt would pass `timeout`."""
+        delay = retry_delay(exc, attempt, self.backoff)
+        if not deadline.allows_wait(delay):
+            error = failure(exc, self._url(base), count, attempt + 1, self._key_missing)
+            raise OpenAIEmbeddingError(f"{error}; {deadline.too_late(delay)}", error.status) from exc
 
     @staticmethod
     def _url(base: object) -> str:

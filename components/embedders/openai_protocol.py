@@ -23,11 +23,12 @@ import numpy as np
 import numpy.typing as npt
 import openai
 
-from components.http_limits import ResponseTooLarge
+from components.http_limits import NotJSON, ResponseTooLarge, UnusableAnswer, decode_json
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_S = 60.0
 MAX_ERROR_CHARS = 500
+NOT_FORMAT = "answer is not the OpenAI embeddings format"
 Matrix = npt.NDArray[np.float64]
 
 
@@ -108,8 +109,11 @@ def failure(exc: openai.OpenAIError, url: str, count: int, attempts: int, key_mi
     )
 
 
-def too_large(exc: ResponseTooLarge, url: str, count: int) -> OpenAIEmbeddingError:
-    """The error for an answer longer than the size limit (not retried: the same server would send it again)."""
+def unusable(exc: UnusableAnswer, url: str, count: int) -> OpenAIEmbeddingError:
+    """The error for an answer that is not read (not retried: the same server would answer so again): longer than
+    the size limit, a redirect, or a coding that cannot be decoded."""
+    if not isinstance(exc, ResponseTooLarge):
+        return OpenAIEmbeddingError(f"{exc} (a request of {count} text(s), not retried)", exc.status)
     return OpenAIEmbeddingError(
         f"{url} answered a request of {count} text(s) with more than {exc.limit:,} bytes (HTTP {exc.status}, "
         "not retried; the limit is 1 MiB plus 128 KiB per text)",
@@ -120,20 +124,19 @@ def too_large(exc: ResponseTooLarge, url: str, count: int) -> OpenAIEmbeddingErr
 def parse_embeddings(content: bytes, count: int, dimensions: int | None, url: str) -> tuple[Matrix, dict[str, Any]]:
     """Read a 200 answer into a (count, dim) matrix in input order, plus ``{"model", "usage"}`` when given.
 
-    :raises OpenAIEmbeddingError: The body is not JSON (or nested too deeply to read) or has no ``data`` list,
+    :raises OpenAIEmbeddingError: The body is not JSON (or nested too deeply to read), has no ``data`` list,
+        an item that is no object with a valid index,
         holds a different number of embeddings than inputs, repeats or misses an index, or has a vector that is
         not all finite numbers of the common (or requested) width.
     """
     where = f"{url} answered HTTP 200 to a request of {count} text(s)"
     try:
-        payload = json.loads(content)
-    except RecursionError:
-        raise OpenAIEmbeddingError(f"{where} with JSON nested too deeply to read", 200) from None
-    except (UnicodeDecodeError, ValueError):
-        raise OpenAIEmbeddingError(f"{where} with a body that is not JSON: {content[:200]!r}", 200) from None
+        payload = decode_json(content)
+    except NotJSON as exc:
+        raise OpenAIEmbeddingError(f"{where}, but the {NOT_FORMAT}: {exc}", 200) from None
     data = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(data, list):
-        raise OpenAIEmbeddingError(f"{where} without a 'data' list: {content[:200]!r}", 200)
+        raise OpenAIEmbeddingError(f"{where}, but the {NOT_FORMAT}: no 'data' list in {content[:200]!r}", 200)
     if len(data) != count:
         raise OpenAIEmbeddingError(f"{where} with {len(data)} embeddings; it must send one per input", 200)
     try:
@@ -151,7 +154,8 @@ def _in_input_order(data: list[Any], where: str) -> list[Any]:
     for position, item in enumerate(data):
         index = item.get("index", position) if isinstance(item, dict) else None
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(data):
-            raise OpenAIEmbeddingError(f"{where} but data[{position}] has no valid index: {item!r:.200}", 200)
+            said = f"data[{position}] is no object with a valid index: {item!r:.200}"
+            raise OpenAIEmbeddingError(f"{where}, but the {NOT_FORMAT}: {said}", 200)
         if vectors[index] is not None:
             raise OpenAIEmbeddingError(f"{where} but index {index} appears twice", 200)
         vectors[index] = item.get("embedding")

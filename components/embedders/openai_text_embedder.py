@@ -67,8 +67,8 @@ class OpenAIQueryEmbedderBase(OpenAIEmbedderBase):
         :param suffix: Text put after every query.
         :param batch_size: Queries per request, 1..2048 (OpenAI's limit); used by the batch embedder.
         :param concurrency: Requests in flight at once, 1..64; used by the batch embedder.
-        :param timeout: Seconds for each request, from sending it to the last byte of the answer (a deadline, not
-            per read), (0, 3600].
+        :param timeout: Seconds for each request with its retries and the waits between them, from sending
+            it to the last byte of the answer (a deadline, not per read), (0, 3600].
         :param max_retries: Extra attempts after a timeout, a lost connection, 408/409/429 or 5xx, 0..10.
         :param backoff: Seconds before the first retry, doubled each time, 0..60.
         :raises ValueError: An option outside its allowed range (the message names it and the range).

@@ -12,9 +12,18 @@ from haystack import Document, component
 from haystack.utils import Secret
 
 from components.checks import check_int, check_number, check_query, check_top_k
-from components.http_limits import LimitedAsyncClient, NotJSON, ResponseTooLarge, decode_json, run_blocking
+from components.http_limits import (
+    CallDeadline,
+    LimitedAsyncClient,
+    NotJSON,
+    ResponseTooLarge,
+    UnusableAnswer,
+    decode_json,
+    run_blocking,
+)
 from components.rankers.rerank_protocol import (
     RerankServerError,
+    RerankShape,
     error_text,
     parse_scores,
     request_body,
@@ -61,11 +70,12 @@ class TEIRanker(RerankerMixin):
 
     Texts go out in requests of at most ``max_batch_size`` (TEI refuses more than its ``--max-client-batch-size``,
     32 by default), ``max_concurrency`` requests in flight at once. 429 and 503 answers and connection errors are
-    retried with exponential back-off (honouring ``Retry-After``). ``timeout`` is a deadline for each request, from
-    sending it to the last byte of the answer, and an answer may hold at most ``MAX_ANSWER_BYTES``
-    (``components.http_limits``). Every answer is checked: JSON, indexes in range, unique and complete, scores
-    finite numbers; a failure raises ``RerankServerError`` with the server's status and message, never an empty
-    result. ``run`` and ``run_async`` share one async implementation.
+    retried with exponential back-off (honouring ``Retry-After``). ``timeout`` is a deadline for each request with
+    all its retries and the waits between them, from sending it to the last byte of the last answer: a retry that
+    would not fit is not made. An answer may hold at most ``MAX_ANSWER_BYTES`` (``components.http_limits``); a
+    redirect is not followed. Every answer is checked: JSON, indexes in range, unique and complete, scores finite
+    numbers; a failure raises ``RerankServerError`` with the server's status and message, never an empty result.
+    ``run`` and ``run_async`` share one async implementation.
 
     ```python
     ranker = TEIRanker(url="https://reranker.internal:8080/rerank", ca_file="/etc/pki/ca.pem", top_k=5)
@@ -114,8 +124,8 @@ class TEIRanker(RerankerMixin):
         :param batch_size: texts per request used by ``run``, 1..1024; never more than ``max_batch_size``.
         :param max_batch_size: the most texts the server takes in one request, 1..1024 (TEI's default is 32).
         :param max_concurrency: requests in flight at once, 1..64.
-        :param timeout: seconds for each request, from sending it to the last byte of the answer (a deadline, not
-            per read), (0, 3600].
+        :param timeout: seconds for each request with its retries and the waits between them (``Retry-After``
+            included), from sending it to the last byte of the answer (a deadline, not per read), (0, 3600].
         :param max_retries: extra attempts after a 429/503 or a connection error, 0..10.
         :param backoff: seconds before the first retry, doubled each time, 0..60.
         :param truncate: ask TEI to truncate pairs longer than the model's limit (instead of refusing them).
@@ -239,36 +249,58 @@ class TEIRanker(RerankerMixin):
         try:
             scores[start : start + len(chunk)] = parse_scores(self.shape, body, len(chunk))
         except (ValueError, RecursionError) as exc:
-            raise RerankServerError(f"{self.url} sent a malformed rerank response: {exc}", status=200) from None
+            raise RerankServerError(self._not_format(exc), status=200) from None
+
+    def _not_format(self, problem: object) -> str:
+        """``<url> answered HTTP 200, but the answer is not the TEI rerank format: <problem>`` (or Cohere's)."""
+        name = "TEI" if self.shape is RerankShape.TEI else "Cohere"
+        return f"{self.url} answered HTTP 200, but the answer is not the {name} rerank format: {problem}"
 
     async def _post(self, client: httpx.AsyncClient, payload: dict[str, Any], chunk: list[str]) -> Any:
-        """POST with retries on 429/503 and connection errors; returns the decoded JSON of a 200 answer."""
-        attempt = 0
-        while True:
-            try:
-                response = await client.post(self.url, json=payload)
-            except ResponseTooLarge as exc:  # the same server would send it again: not retried
-                raise RerankServerError(f"{self.url} sent too much: {exc}", status=exc.status) from None
-            except (httpx.TransportError, ssl.SSLError) as exc:
-                # TLS 1.3 reports a refused client certificate after the handshake, as an alert that
-                # httpx may surface as a bare ssl.SSLError while reading the answer.
-                if attempt == self.max_retries or _is_tls_failure(exc):
-                    raise RerankServerError(
-                        f"could not reach {self.url} after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}"
-                    ) from exc
-                delay = self.backoff * 2.0**attempt
-            else:
-                if response.status_code == 200:
-                    return self._json(response)
-                if response.status_code not in RETRY_STATUSES or attempt == self.max_retries:
-                    raise RerankServerError(
-                        f"{self.url} answered HTTP {response.status_code} to a request of {len(chunk)} texts "
-                        f"(attempt {attempt + 1}): {_error_text(response)}",
-                        status=response.status_code,
-                    )
-                delay = self._delay(attempt, response)
-            await asyncio.sleep(delay)
-            attempt += 1
+        """POST with retries on 429/503 and connection errors, all within ``timeout``; the JSON of a 200 answer."""
+        with CallDeadline(self.timeout) as deadline:
+            attempt = 0
+            while True:
+                delay, outcome = await self._attempt(client, payload, chunk, attempt)
+                if delay is None:
+                    return outcome
+                if not deadline.allows_wait(delay):
+                    raise RerankServerError(f"{outcome}; {deadline.too_late(delay)}", outcome.status)
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, payload: dict[str, Any], chunk: list[str], attempt: int
+    ) -> tuple[float | None, Any]:
+        """One POST: ``(None, json)`` for a 200 answer, or ``(delay, error)`` when a retry after ``delay`` may help.
+
+        :raises RerankServerError: The failure cannot be retried, or it was the last attempt.
+        """
+        try:
+            response = await client.post(self.url, json=payload)
+        except ResponseTooLarge as exc:  # the same server would send it again: not retried
+            raise RerankServerError(f"{self.url} sent too much: {exc}", status=exc.status) from None
+        except UnusableAnswer as exc:  # a redirect, an undecodable answer: not retried
+            raise RerankServerError(str(exc), status=exc.status) from None
+        except (httpx.TransportError, ssl.SSLError) as exc:
+            # TLS 1.3 reports a refused client certificate after the handshake, as an alert that
+            # httpx may surface as a bare ssl.SSLError while reading the answer.
+            error = RerankServerError(
+                f"could not reach {self.url} after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}"
+            )
+            if attempt == self.max_retries or _is_tls_failure(exc):
+                raise error from exc
+            return self.backoff * 2.0**attempt, error
+        if response.status_code == 200:
+            return None, self._json(response)
+        error = RerankServerError(
+            f"{self.url} answered HTTP {response.status_code} to a request of {len(chunk)} texts "
+            f"(attempt {attempt + 1}): {_error_text(response)}",
+            status=response.status_code,
+        )
+        if response.status_code not in RETRY_STATUSES or attempt == self.max_retries:
+            raise error
+        return self._delay(attempt, response), error
 
     def _delay(self, attempt: int, response: httpx.Response) -> float:
         """Exponential back-off, or the server's ``Retry-After`` (seconds, capped) when it asks for longer."""
@@ -282,7 +314,7 @@ class TEIRanker(RerankerMixin):
         try:
             return decode_json(response.content)
         except NotJSON as exc:
-            raise RerankServerError(f"{self.url} answered HTTP 200 with a body that is {exc}", status=200) from None
+            raise RerankServerError(self._not_format(exc), status=200) from None
 
     @component.output_types(documents=list[Document])
     async def run_async(

@@ -27,7 +27,6 @@ from components.http_limits import LimitedAsyncClient
 from components.websearch.websearch_common import Hit, SingleQueryRuns, WebSearchBase
 from components.websearch.websearch_errors import (
     Failure,
-    ProviderHTTPError,
     connection_failure,
     http_failure,
     timeout_failure,
@@ -42,6 +41,8 @@ class ExaSearchBase(WebSearchBase):
     """Exa's options and SDK calls, shared by ``ExaWebSearch`` and ``ExaBatchWebSearch``."""
 
     provider = "exa"
+    label = "Exa"
+    results_key = "results"
     max_top_k = EXA_MAX_RESULTS
 
     def __init__(
@@ -65,8 +66,8 @@ class ExaSearchBase(WebSearchBase):
         :param retries: Extra attempts after a timeout, a lost connection, 408/429 or 5xx, 0..10 (2 makes the
             3 tries of UltraRAG's default ``retries: 3``).
         :param base_delay: Seconds before the first retry, doubled each time, 0..60.
-        :param timeout: Seconds for each request, from sending it to the last byte of the answer (a deadline, not
-            per read), (0, 120].
+        :param timeout: Seconds for each request with its retries and the waits between them, from sending
+            it to the last byte of the answer (a deadline, not per read), (0, 120].
         :param retrieve_thread_num: Queries in flight at once in the batch component, 1..64.
         :param on_error: ``"raise"`` a ``WebSearchError``, or ``"empty"``: log a warning and return no Documents
             for a query that failed.
@@ -95,10 +96,7 @@ class ExaSearchBase(WebSearchBase):
         return {"num_results": top_k, "contents": {"text": True}, "timeout": self.timeout, **self.search_kwargs}
 
     async def _call_async(self, client: AsyncExa, query: str, top_k: int) -> list[Hit]:
-        try:
-            response = await client.search(query, **self._request(top_k))
-        except KeyError as missing:  # a 200 answer without the documented fields
-            raise _unreadable(missing) from None
+        response = await client.search(query, **self._request(top_k))  # its shape is checked by a response hook
         return [_hit(result) for result in response.results]
 
     def _failure(self, exc: Exception) -> Failure | None:
@@ -125,11 +123,6 @@ class LimitedAsyncExa(AsyncExa):
     async def aclose(self) -> None:
         """Close the limited client's connections."""
         await self._limited.aclose()
-
-
-def _unreadable(missing: KeyError) -> ProviderHTTPError:
-    """The error for a 200 answer that lacks a field exa-py reads (not retried)."""
-    return ProviderHTTPError(200, f"the answer has no {missing} field (Exa documents a 'results' list)")
 
 
 def _hit(result: Any) -> Hit:

@@ -39,6 +39,9 @@ class TavilySearchBase(WebSearchBase):
     """Tavily's options and SDK calls, shared by ``TavilyWebSearch`` and ``TavilyBatchWebSearch``."""
 
     provider = "tavily"
+    label = "Tavily"
+    results_key = "results"
+    results_required = False  # tavily-python reads an answer without "results" as no hits
     max_top_k = TAVILY_MAX_RESULTS
 
     def __init__(
@@ -62,8 +65,8 @@ class TavilySearchBase(WebSearchBase):
         :param retries: Extra attempts after a timeout, a lost connection, 408/429 or 5xx, 0..10 (2 makes the
             3 tries of UltraRAG's default ``retries: 3``).
         :param base_delay: Seconds before the first retry, doubled each time, 0..60.
-        :param timeout: Seconds for each request, from sending it to the last byte of the answer (a deadline, not
-            per read), (0, 120] (Tavily's SDK caps it at 120).
+        :param timeout: Seconds for each request with its retries and the waits between them, from sending
+            it to the last byte of the answer (a deadline, not per read), (0, 120] (Tavily's SDK caps it at 120).
         :param retrieve_thread_num: Queries in flight at once in the batch component, 1..64.
         :param on_error: ``"raise"`` a ``WebSearchError``, or ``"empty"``: log a warning and return no Documents
             for a query that failed.
@@ -114,11 +117,10 @@ async def _araise_for_status(response: httpx.Response) -> None:
         raise ProviderHTTPError(response.status_code, provider_message(response.text))
 
 
-def _hits(answer: Any) -> list[Hit]:
-    """Tavily's ``results`` as hits: content, url, title, score (a 200 answer of another shape is an error)."""
-    results = answer.get("results") if isinstance(answer, dict) else None
-    if not isinstance(results, list) or not all(isinstance(result, dict) for result in results):
-        raise ProviderHTTPError(200, f"the answer has no 'results' list of objects: {str(answer)[:200]}")
+def _hits(answer: dict[str, Any]) -> list[Hit]:
+    """Tavily's ``results`` as hits: content, url, title, score (the answer's shape is checked by a response hook,
+    ``WebSearchBase._check_answer``)."""
+    results = answer.get("results", [])
     return [
         {"content": r.get("content"), "url": r.get("url"), "title": r.get("title"), "score": r.get("score")}
         for r in results

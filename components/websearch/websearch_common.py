@@ -8,14 +8,17 @@ every try failed, silently). This base does the same work with Haystack's conven
   flight under an ``asyncio.Semaphore``, results in query order). ``run`` is ``run_async`` on a private event loop
   with clients of its own (``components.http_limits.run_blocking``), so both have the same bounds;
 * every request goes through a ``LimitedAsyncClient`` (``components.http_limits``): ``timeout`` is a deadline from
-  sending the request to the last byte of the answer, not a per-read timeout, and an answer may hold at most
-  ``MAX_ANSWER_BYTES``; the SDKs (exa-py's ``AsyncExa``, tavily-python's ``AsyncTavilyClient``) are handed that
-  client, ZhipuAI is one POST on it;
-* a failed attempt is retried only when a retry can help (see ``websearch_errors``), waiting
-  ``base_delay * 2**n`` seconds; the last failure raises ``WebSearchError`` naming provider, HTTP status, the
-  provider's message and the query, or, with ``on_error="empty"``, logs that as a warning and returns no
-  Documents for that query. An answer that cannot be read (too large, not JSON, nested too deeply, of another
-  shape than the provider documents) is such a failure too, never retried, never a raw SDK exception;
+  sending a query's first request to the last byte of its last answer, retries and the waits between them
+  included, not a per-read timeout; an answer may hold at most ``MAX_ANSWER_BYTES`` and a redirect is not
+  followed. The SDKs (exa-py's ``AsyncExa``, tavily-python's ``AsyncTavilyClient``) are handed that client,
+  ZhipuAI is one POST on it. A response hook checks every 2xx answer before the SDK reads it: JSON, an object
+  holding the provider's list of result objects;
+* a failed attempt is retried only when a retry can help (see ``websearch_errors``) and the wait of
+  ``base_delay * 2**n`` seconds still fits in ``timeout``; the last failure raises ``WebSearchError`` naming
+  provider, HTTP status, the provider's message and the query, or, with ``on_error="empty"``, logs that as a
+  warning and returns no Documents for that query. An answer that cannot be used (a redirect, too large,
+  undecodable, not JSON, nested too deeply, of another shape than the provider documents) is such a failure too,
+  never retried, never a raw SDK exception;
 * every hit becomes a new ``Document``: content is the passage text, meta holds ``url``, ``title``,
   ``provider``, ``retrieval_type: "web"`` and ``score`` when the provider gives a number (also ``Document.score``).
 
@@ -37,13 +40,22 @@ from haystack.utils import Secret
 from haystack.utils.auth import SecretType
 
 from components.checks import check_base_url, check_int, check_number, check_queries, check_query
-from components.http_limits import LimitedAsyncClient, ResponseTooLarge, run_blocking, watch_answers
+from components.http_limits import (
+    CallDeadline,
+    LimitedAsyncClient,
+    NotJSON,
+    UnusableAnswer,
+    decode_json,
+    run_blocking,
+    watch_answers,
+)
 from components.websearch.websearch_errors import (
     MAX_MESSAGE_CHARS,
     Failure,
     ProviderHTTPError,
     WebSearchError,
     http_failure,
+    shape_problem,
 )
 
 logger = logging.getLogger(__name__)
@@ -74,6 +86,9 @@ class WebSearchBase:
     """
 
     provider: ClassVar[str]
+    label: ClassVar[str]  # the provider's name in messages: "Exa", "Tavily", "ZhipuAI"
+    results_key: ClassVar[str]  # the list of result objects in a 2xx answer
+    results_required: ClassVar[bool] = True  # False: an answer without the list holds no hits
     max_top_k: ClassVar[int]
     _init_parameters: ClassVar[tuple[str, ...]] = (
         "api_key", "base_url", "top_k", "retries", "base_delay", "timeout", "retrieve_thread_num", "on_error",
@@ -136,8 +151,28 @@ class WebSearchBase:
     def _open(self) -> Clients:
         """A bounded httpx client (deadline ``timeout``, at most ``MAX_ANSWER_BYTES``) and the provider's over it."""
         key = self._key()
-        http = LimitedAsyncClient(deadline_s=self.timeout, max_bytes=MAX_ANSWER_BYTES, **self._http_options(key))
+        options = self._http_options(key)
+        hooks = dict(options.pop("event_hooks", None) or {})
+        hooks["response"] = [*hooks.get("response", []), self._check_answer]
+        http = LimitedAsyncClient(deadline_s=self.timeout, max_bytes=MAX_ANSWER_BYTES, event_hooks=hooks, **options)
         return Clients(self._make_async_client(key, http), http)
+
+    async def _check_answer(self, response: httpx.Response) -> None:
+        """Response hook: a 2xx answer must be JSON holding the provider's list of result objects, or it is a
+        ``ProviderHTTPError`` saying what it is instead (read under the size limit, before any SDK reads it)."""
+        if not response.is_success:
+            return
+        await response.aread()
+        try:
+            problem = shape_problem(decode_json(response.content), self.results_key, self.results_required)
+        except NotJSON as exc:
+            problem = str(exc)
+        if problem:
+            raise ProviderHTTPError(response.status_code, f"{self._not_format()}: {problem}")
+
+    def _not_format(self) -> str:
+        """How every message about a 2xx answer of the wrong shape begins."""
+        return f"the answer is not the {self.label} format"
 
     def _blocking(self, work: Callable[[Any], Awaitable[T]]) -> T:
         """``work(client)`` on a private event loop with clients of its own, closed when it is done."""
@@ -176,48 +211,56 @@ class WebSearchBase:
         raise NotImplementedError
 
     async def _search_async(self, client: Any, query: str, top_k: int) -> list[Document]:
-        """One query with retries; its Documents, or [] after a failure when ``on_error="empty"``."""
-        for attempt in range(self.retries + 1):
-            with watch_answers() as answered:
-                try:
-                    return self._documents(await self._call_async(client, query, top_k), top_k)
-                except Exception as exc:
-                    failure = self._judge(exc, query, attempt, answered)
-            if failure is not None:
-                return self._give_up(failure, query, attempt)
-            await asyncio.sleep(self.base_delay * 2**attempt)
+        """One query with retries, all within ``timeout``; its Documents, or [] after a failure when
+        ``on_error="empty"``."""
+        with CallDeadline(self.timeout) as deadline:
+            for attempt in range(self.retries + 1):
+                with watch_answers() as answered:
+                    try:
+                        return self._documents(await self._call_async(client, query, top_k), top_k)
+                    except Exception as exc:
+                        failure = self._judge(exc, answered)
+                delay = self.base_delay * 2**attempt
+                if not failure.retryable or attempt == self.retries:
+                    return self._give_up(failure, query, attempt)
+                if not deadline.allows_wait(delay):
+                    return self._give_up(failure, query, attempt, deadline.too_late(delay))
+                logger.info(
+                    "%s: retrying %r after attempt %d: %s", self.provider, query, attempt + 1, failure.describe()
+                )
+                await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or gives up")
 
-    def _judge(self, exc: Exception, query: str, attempt: int, answered: list[int]) -> Failure | None:
-        """The failure that ends the search, or None to retry.
+    def _judge(self, exc: Exception, answered: list[int]) -> Failure:
+        """The failure ``exc`` means.
 
         An exception that is no request failure is re-raised, unless it was raised while an answer was read
-        (``answered`` holds its status): then the answer is unreadable, which is this component's error too.
+        (``answered`` holds its status): then the answer is unusable, which is this component's error too.
         """
         failure = self._classify(exc, answered)
         if failure is None:
             raise exc
-        if failure.retryable and attempt < self.retries:
-            logger.info("%s: retrying %r after attempt %d: %s", self.provider, query, attempt + 1, failure.describe())
-            return None
         return failure
 
     def _classify(self, exc: Exception, answered: list[int]) -> Failure | None:
-        """``exc`` as a Failure: an HTTP error, an answer too large or unreadable, the provider's own kinds."""
+        """``exc`` as a Failure: an HTTP error, an unusable answer (too large, a redirect, undecodable, another
+        shape), the provider's own kinds."""
         if isinstance(exc, ProviderHTTPError):
             return http_failure(exc.status, exc.message)
-        if isinstance(exc, ResponseTooLarge):
-            return Failure(exc.status, f"the answer is longer than the limit of {exc.limit:,} bytes", False)
+        if isinstance(exc, UnusableAnswer):
+            return Failure(exc.status, exc.reason[:MAX_MESSAGE_CHARS], False)
         failure = self._failure(exc)
         if failure is None and answered and isinstance(exc, UNREADABLE_ANSWER):
-            said = f"the answer could not be read: {type(exc).__name__}: {exc}"
+            said = f"{self._not_format()}: {type(exc).__name__}: {exc}"
             return Failure(answered[-1], said[:MAX_MESSAGE_CHARS], False)
         return failure
 
-    def _give_up(self, failure: Failure, query: str, attempt: int) -> list[Document]:
+    def _give_up(self, failure: Failure, query: str, attempt: int, note: str = "") -> list[Document]:
         """Raise the final ``WebSearchError``, or log it and return [] when ``on_error="empty"``."""
         tried = f"{attempt + 1} attempt(s)" + ("" if failure.retryable else ", not retried")
         message = f"{self.provider} web search for {query!r} failed ({tried}): {failure.describe()}"
+        if note:
+            message = f"{message}; {note}"
         if self.on_error == "empty":
             logger.warning("%s; returning no documents (on_error='empty')", message)
             return []

@@ -8,8 +8,9 @@ raises a ``WebSearchError`` that names provider, status, message and query.
 
 Retried: timeouts (``timeout`` is a deadline for the whole request, see ``components.http_limits``), lost
 connections, 408, 429 and 5xx. Never retried: 400, 401 (bad key), 402/403, 422, Tavily's 432 (plan limit) and 433
-(pay-as-you-go limit), which no amount of waiting fixes, and answers that cannot be read (larger than the limit, not
-JSON, nested too deeply, another shape than documented), which the same server would send again.
+(pay-as-you-go limit), which no amount of waiting fixes, and answers that cannot be used (a redirect, larger than the
+limit, undecodable, not JSON, nested too deeply, another shape than documented: ``shape_problem``), which the same
+server would send again.
 """
 
 import json
@@ -102,4 +103,22 @@ def _said(value: Any) -> str:
         if isinstance(text, str):
             code = value.get("code")
             return f"{text} (code {code})" if code else text
+    return ""
+
+
+def shape_problem(answer: Any, key: str, required: bool = True) -> str:
+    """What keeps ``answer`` from being ``{key: [object, ...]}`` (a provider's 2xx answer), or "" if nothing.
+
+    :param required: False if the answer may leave out ``key`` (no hits).
+    """
+    if not isinstance(answer, dict):
+        return f"expected an object with a {key!r} list, got {type(answer).__name__} {str(answer)[:100]}"
+    if key not in answer:
+        return f"no {key!r} list in {str(answer)[:100]}" if required else ""
+    results = answer[key]
+    if not isinstance(results, list):
+        return f"{key!r} is {str(results)[:100]}, not a list"
+    for index, item in enumerate(results):
+        if not isinstance(item, dict):
+            return f"{key}[{index}] is {str(item)[:100]}, not an object"
     return ""

@@ -23,7 +23,7 @@ import httpx
 from haystack import component
 from haystack.utils import Secret
 
-from components.http_limits import LimitedAsyncClient, NotJSON, decode_json
+from components.http_limits import LimitedAsyncClient, decode_json
 from components.websearch.websearch_common import Hit, SingleQueryRuns, WebSearchBase
 from components.websearch.websearch_errors import (
     Failure,
@@ -46,6 +46,8 @@ class ZhipuAISearchBase(WebSearchBase):
     """ZhipuAI's options and HTTP calls, shared by ``ZhipuAIWebSearch`` and ``ZhipuAIBatchWebSearch``."""
 
     provider = "zhipuai"
+    label = "ZhipuAI"
+    results_key = "search_result"
     max_top_k = ZHIPUAI_MAX_COUNT
     _init_parameters = (
         *WebSearchBase._init_parameters, "search_engine", "search_intent", "search_recency_filter", "content_size",
@@ -76,8 +78,8 @@ class ZhipuAISearchBase(WebSearchBase):
         :param retries: Extra attempts after a timeout, a lost connection, 408/429 or 5xx, 0..10 (2 makes the
             3 tries of UltraRAG's default ``retries: 3``).
         :param base_delay: Seconds before the first retry, doubled each time, 0..60.
-        :param timeout: Seconds for each request, from sending it to the last byte of the answer (a deadline, not
-            per read), (0, 120].
+        :param timeout: Seconds for each request with its retries and the waits between them, from sending
+            it to the last byte of the answer (a deadline, not per read), (0, 120].
         :param retrieve_thread_num: Queries in flight at once in the batch component, 1..64.
         :param on_error: ``"raise"`` a ``WebSearchError``, or ``"empty"``: log a warning and return no Documents
             for a query that failed.
@@ -149,17 +151,11 @@ class ZhipuAISearchBase(WebSearchBase):
 
 
 def _hits(response: httpx.Response, truncated: bool) -> list[Hit]:
-    """The hits of one answer; an error status or a 200 answer of another shape is a ``ProviderHTTPError``."""
-    if response.status_code >= 400:
+    """The hits of one answer; an error status is a ``ProviderHTTPError`` (the shape of a 2xx answer is checked
+    by a response hook, ``WebSearchBase._check_answer``)."""
+    if not response.is_success:
         raise ProviderHTTPError(response.status_code, provider_message(response.text))
-    try:
-        answer = decode_json(response.content)
-    except NotJSON as error:
-        raise ProviderHTTPError(200, f"the answer is {error}") from None
-    results = answer.get("search_result") if isinstance(answer, dict) else None
-    if not isinstance(results, list):
-        raise ProviderHTTPError(200, f"the answer has no 'search_result' list: {str(answer)[:200]}")
-    return [_hit(result, truncated) for result in results]
+    return [_hit(result, truncated) for result in decode_json(response.content)["search_result"]]
 
 
 def _fit(query: str) -> tuple[str, bool]:
@@ -175,10 +171,8 @@ def _fit(query: str) -> tuple[str, bool]:
     return query[:ZHIPUAI_MAX_QUERY_CHARS], True
 
 
-def _hit(fields: Any, truncated: bool) -> Hit:
+def _hit(fields: dict[str, Any], truncated: bool) -> Hit:
     """One ``search_result`` item as a hit."""
-    if not isinstance(fields, dict):
-        raise ProviderHTTPError(200, f"a search_result item is not an object: {str(fields)[:200]}")
     hit = {
         "content": fields.get("content"),
         "url": fields.get("link"),

@@ -237,11 +237,11 @@ async def test_openai_embedder_refuses_a_huge_answer_without_reading_it(
 @pytest.mark.parametrize(
     ("behaviour", "status", "message"),
     [
-        ("deep", 200, "with JSON nested too deeply to read"),
+        ("deep", 200, "not the OpenAI embeddings format: JSON nested too deeply to read"),
         ("deep", 500, r"answered HTTP 500 to a request of 1 text\(s\)"),
-        ("not-json", 200, "with a body that is not JSON"),
-        ("list", 200, "without a 'data' list"),
-        ("null", 200, "without a .data. list"),
+        ("not-json", 200, "not the OpenAI embeddings format: not JSON"),
+        ("list", 200, "not the OpenAI embeddings format: no 'data' list"),
+        ("null", 200, "not the OpenAI embeddings format: no .data. list"),
     ],
 )
 @pytest.mark.parametrize("mode", MODES)
@@ -290,10 +290,10 @@ async def test_tei_ranker_refuses_a_huge_answer_without_reading_it(server: tuple
 @pytest.mark.parametrize(
     ("behaviour", "status", "message"),
     [
-        ("deep", 200, "with a body that is JSON nested too deeply to read"),
+        ("deep", 200, "not the TEI rerank format: JSON nested too deeply to read"),
         ("deep", 500, "answered HTTP 500 to a request of 1 texts"),
-        ("string", 200, "malformed rerank response"),
-        ("key-items", 200, "malformed rerank response"),
+        ("string", 200, "not the TEI rerank format: expected a JSON array"),
+        ("key-items", 200, "not the TEI rerank format: expected a JSON array"),
     ],
 )
 async def test_tei_ranker_reports_an_unreadable_answer_as_its_own_error(

@@ -6,8 +6,9 @@ Connection errors, timeouts and 5xx answers are retried with exponential back-of
 failure, raises ``RemoteSearchError`` with the server's status and body. Every answer is checked: one list of
 strings per query.
 
-Each request has a deadline from sending it to the last byte of its answer (``timeout``; a server that trickles
-bytes cannot stretch it) and an answer may hold at most ``MAX_ANSWER_BYTES`` (``components.http_limits``). A batch
+Each request has a deadline from sending it to the last byte of its answer, retries and the waits between them
+included (``timeout``; a server that trickles bytes cannot stretch it), an answer may hold at most
+``MAX_ANSWER_BYTES`` and a redirect is not followed (``components.http_limits``). A batch
 of more than ``MAX_QUERIES`` queries (the most ``needle serve`` takes in one request) goes out in consecutive
 requests of at most that many, so the server's cap is never what fails it.
 """
@@ -19,11 +20,19 @@ import httpx
 from haystack import Document, default_from_dict, default_to_dict
 
 from components.checks import MAX_QUERIES, check_int, check_number, check_queries, check_query, check_top_k
-from components.http_limits import LimitedAsyncClient, NotJSON, ResponseTooLarge, decode_json, run_blocking
+from components.http_limits import (
+    CallDeadline,
+    LimitedAsyncClient,
+    NotJSON,
+    UnusableAnswer,
+    decode_json,
+    run_blocking,
+)
 
 MAX_BODY_CHARS = 500
 RETRY_STATUSES = range(500, 600)
 MAX_ANSWER_BYTES = 128 * 1024 * 1024  # one answer: 10,000 queries x 5 passages of 2 KB stay far below
+NOT_FORMAT = "the answer is not the UltraRAG deploy format"
 
 
 class RemoteSearchError(RuntimeError):
@@ -79,8 +88,8 @@ class DeploySearchClient:
         :param top_k: passages per query, 1..10000.
         :param query_instruction: sent along; the server puts it in front of each query for its dense part.
         :param collection_name: sent along; ``""`` means the server's own index.
-        :param timeout: seconds for each request, from sending it to the last byte of the answer (a deadline, not
-            per read), (0, 3600].
+        :param timeout: seconds for each request with its retries and the waits between them, from sending
+            it to the last byte of the answer (a deadline, not per read), (0, 3600].
         :param retries: attempts after the first on connection errors, timeouts and 5xx answers, 0..10.
         :param base_delay: seconds before the first retry, doubling after each, [0, 60].
         :raises ValueError: if a parameter is out of range; the message names it.
@@ -134,33 +143,43 @@ class DeploySearchClient:
         try:
             lists = read_passages(body, len(queries))
         except (ValueError, RecursionError) as error:
-            raise RemoteSearchError(f"{self.url} answered something unreadable: {error}", 200) from error
+            raise RemoteSearchError(f"{self.url} answered HTTP 200, but {NOT_FORMAT}: {error}", 200) from None
         return [as_documents(passages, self.url) for passages in lists]
 
     async def _post(self, client: httpx.AsyncClient, payload: dict[str, Any]) -> Any:
-        """POST until a 2xx, a non-retryable answer, or the retries run out."""
-        failure, status = "", None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                await asyncio.sleep(self.base_delay * 2 ** (attempt - 1))
-            try:
-                response = await client.post(self.url, json=payload)
-            except httpx.TransportError as error:  # connection refused or reset, timeouts, the deadline
-                failure, status = f"{type(error).__name__}: {error}", None
-                continue
-            except ResponseTooLarge as error:  # the same server would send it again: not retried
-                raise RemoteSearchError(f"search at {self.url} failed: {error}", error.status) from None
-            if response.is_success:
+        """POST until a 2xx, a non-retryable answer, the retries run out, or the next wait would pass ``timeout``."""
+        failure, status, made = "", None, 0
+        with CallDeadline(self.timeout) as deadline:
+            for attempt in range(self.retries + 1):
+                delay = self.base_delay * 2 ** (attempt - 1)
+                if attempt and not deadline.allows_wait(delay):
+                    failure += f"; {deadline.too_late(delay)}"
+                    break
+                if attempt:
+                    await asyncio.sleep(delay)
+                made += 1
                 try:
-                    return decode_json(response.content)
-                except NotJSON as error:
-                    message = f"{self.url} answered HTTP {response.status_code} with a body that is {error}"
-                    raise RemoteSearchError(message, response.status_code) from None
-            failure, status = f"HTTP {response.status_code}: {response.text[:MAX_BODY_CHARS]}", response.status_code
-            if response.status_code not in RETRY_STATUSES:
-                break
-        tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
+                    response = await client.post(self.url, json=payload)
+                except httpx.TransportError as error:  # connection refused or reset, timeouts, the deadline
+                    failure, status = f"{type(error).__name__}: {error}", None
+                    continue
+                except UnusableAnswer as error:  # too large, a redirect, undecodable: the same again, not retried
+                    raise RemoteSearchError(f"search at {self.url} failed: {error}", error.status) from None
+                if response.is_success:
+                    return self._json(response)
+                failure, status = f"HTTP {response.status_code}: {response.text[:MAX_BODY_CHARS]}", response.status_code
+                if response.status_code not in RETRY_STATUSES:
+                    break
+        tries = f"after {made} attempt{'s' if made > 1 else ''}"
         raise RemoteSearchError(f"search at {self.url} failed {tries}: {failure}", status)
+
+    def _json(self, response: httpx.Response) -> Any:
+        """The JSON of a 2xx answer; anything else is ``RemoteSearchError`` quoting what came."""
+        try:
+            return decode_json(response.content)
+        except NotJSON as error:
+            message = f"{self.url} answered HTTP {response.status_code}, but {NOT_FORMAT}: {error}"
+            raise RemoteSearchError(message, response.status_code) from None
 
     def search(self, queries: list[str], top_k: int | None) -> list[list[Document]]:
         """The sync twin of ``search_async`` (also safe inside a running event loop)."""

@@ -1,6 +1,6 @@
 """A local HTTP server that misbehaves on purpose, for the tests of outbound deadlines and size limits (stdlib only).
 
-Every POST, whatever its path, is answered the way ``state.mode`` says:
+Every POST (and GET), whatever its path, is answered the way ``state.mode`` says:
 
 - ``dribble``: 200 and headers at once (a Content-Length of 1 MB), then one body byte per second;
 - ``dribble-headers``: the status line and headers one byte per second (they never end);
@@ -12,11 +12,18 @@ Every POST, whatever its path, is answered the way ``state.mode`` says:
 - ``deep``: JSON nested 100,000 arrays deep, with ``state.status`` (200 unless set);
 - ``not-json``: an HTML page, with ``state.status``;
 - ``json``: ``state.body`` (any JSON value, e.g. a shape no client expects), with ``state.status``;
-- ``gzip-json``: ``state.body`` gzip-compressed, with ``Content-Encoding: gzip`` (a well-behaved compressed answer).
+- ``gzip-json``: ``state.body`` gzip-compressed, with ``Content-Encoding: gzip`` (a well-behaved compressed answer);
+- ``redirect``: ``state.status`` if it is a 3xx (else 307) with ``Location: /elsewhere`` on this server; a client
+  that followed it shows up in ``state.paths``;
+- ``br-garbage`` / ``gzip-garbage``: 200 with ``Content-Encoding: br`` / ``gzip`` and a body that is neither;
+- ``truncated-json``: ``state.body`` as JSON cut in the middle (its Content-Length matches what is sent);
+- ``text-plain``: 200 ``text/plain`` that is no JSON;
+- ``retry-after``: ``state.status`` if it is 4xx/5xx (else 429) with ``Retry-After: state.retry_after`` (60 unless
+  set) and an OpenAI-shaped error body.
 
-``state.requests`` counts the requests and ``state.sent`` the body bytes written (a client that stops reading at
-its limit leaves it far below 300 MB). A client that gives up ends the dribbling at the next byte; ``serve`` stops
-every handler when the test ends.
+``state.requests`` counts the requests, ``state.paths`` lists their paths and ``state.sent`` the body bytes written
+(a client that stops reading at its limit leaves it far below 300 MB). A client that gives up ends the dribbling at
+the next byte; ``serve`` stops every handler when the test ends.
 """
 
 import contextlib
@@ -45,6 +52,8 @@ class State:
         self.status = 200
         self.body: Any = {}
         self.requests = 0
+        self.paths: list[str] = []
+        self.retry_after = 60
         self.sent = 0
 
     def count(self, n: int) -> None:
@@ -62,10 +71,13 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with state.lock:
                 state.requests += 1
+                state.paths.append(self.path)
             answer = getattr(self, "answer_" + state.mode.replace("-", "_"))
             with contextlib.suppress(*DISCONNECTED):
                 answer()
             self.close_connection = True
+
+        do_GET = do_POST  # a client that follows a 301/302/303 asks with GET
 
         def answer_dribble(self) -> None:
             self.head(200, {"Content-Type": "application/json", "Content-Length": "1000000"})
@@ -101,6 +113,34 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             body = gzip.compress(json.dumps(state.body).encode())
             self.head(state.status, {"Content-Type": "application/json", "Content-Encoding": "gzip",
                                      "Content-Length": str(len(body))})  # fmt: skip
+            self.stream(iter([body]))
+
+        def answer_redirect(self) -> None:
+            status = state.status if 300 <= state.status < 400 else 307
+            self.head(status, {"Location": "/elsewhere", "Content-Length": "0"})
+
+        def answer_br_garbage(self) -> None:
+            self.encoded(b"this is not brotli", "br")
+
+        def answer_gzip_garbage(self) -> None:
+            self.encoded(b"this is not gzip", "gzip")
+
+        def answer_truncated_json(self) -> None:
+            body = json.dumps(state.body).encode()
+            self.whole(body[: max(1, len(body) // 2)])
+
+        def answer_text_plain(self) -> None:
+            self.whole(b"Service is up.", "text/plain")
+
+        def answer_retry_after(self) -> None:
+            body = json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode()
+            headers = {"Content-Type": "application/json", "Retry-After": str(state.retry_after)}
+            self.head(state.status if state.status >= 400 else 429, {**headers, "Content-Length": str(len(body))})
+            self.stream(iter([body]))
+
+        def encoded(self, body: bytes, coding: str) -> None:
+            self.head(200, {"Content-Type": "application/json", "Content-Encoding": coding,
+                            "Content-Length": str(len(body))})  # fmt: skip
             self.stream(iter([body]))
 
         def head(self, status: int, headers: dict[str, str]) -> None:
