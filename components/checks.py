@@ -2,7 +2,9 @@
 
 One rule per input, raising Haystack's exception types with a message that names the input and its allowed range:
 
-- ``top_k``: an integer in [1, 10000] (mxRAG's ``k`` range), else ``ValueError``.
+- ``top_k``: an integer in [1, 10000] (mxRAG's ``k`` range), else ``ValueError``. A message shows a bad value cut
+  short (``shown``); an integer of more digits than Python reads from text (4,300) is read by ``parse_decimal`` as
+  an ``OverlongInt``, which every range check refuses naming its key, so no reader fails with Python's own message.
 - a query: a string of 1 to 1,048,576 characters (mxRAG's 1 MiB) holding something other than whitespace, and
   valid Unicode (no lone surrogates, which is what ``\\xff`` in a command line or a broken JSON escape becomes),
   else ``ValueError``. An empty query is an error in every mode: dense would return arbitrary neighbours of the
@@ -18,6 +20,7 @@ One rule per input, raising Haystack's exception types with a message that names
 
 import math
 import reprlib
+import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -33,15 +36,54 @@ MAX_URL_CHARS = 2048
 COMPARISON_OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "in", "not in")
 LOGICAL_OPERATORS = ("AND", "OR", "NOT")
 
-_SHORT_REPR = reprlib.Repr()
+PRINTABLE_INT_BITS = 14_000  # Python reads and prints at most 4,300 decimal digits (about 14,284 bits) of an int
+
+
+class OverlongInt(int):
+    """A decimal integer with more digits than Python reads from text (``sys.get_int_max_str_digits()``, 4,300),
+    as ``parse_decimal`` meets it in a file or a flag: worth 10**4300 (sign kept), shown by its size, so that a range
+    check refuses it naming its key and range instead of failing with Python's own message, which names neither."""
+
+    digits: int
+
+    def __new__(cls, digits: int, negative: bool = False) -> "OverlongInt":
+        """The stand-in of an integer of DIGITS digits (negative when NEGATIVE)."""
+        value = super().__new__(cls, (-1 if negative else 1) * 10**4300)
+        value.digits = digits
+        return value
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits:,} digits"
+
+    __str__ = __repr__
+
+
+def parse_decimal(text: str) -> int:
+    """TEXT as ``int`` reads it; a decimal integer past Python's limit on digits read from text is an
+    ``OverlongInt`` instead of a ValueError. ``json.loads``'s ``parse_int`` hook, and the flags' and YAML's reader."""
+    digits = text.strip().lstrip("+-").replace("_", "")
+    limit = sys.get_int_max_str_digits()
+    if 0 < limit < len(digits) and digits.isdecimal():
+        return OverlongInt(len(digits), text.strip().startswith("-"))
+    return int(text)
+
+
+class _ShortRepr(reprlib.Repr):
+    """``reprlib``'s short repr, which describes an integer too long to print by its size instead of failing."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > PRINTABLE_INT_BITS:
+            return f"an integer of about {int(x.bit_length() * math.log10(2)) + 1:,} digits"
+        return super().repr_int(x, level)
+
+
+_SHORT_REPR = _ShortRepr()
 _SHORT_REPR.maxlevel, _SHORT_REPR.maxstring, _SHORT_REPR.maxother = 3, 80, 80
 
 
 def check_top_k(top_k: Any, name: str = "top_k") -> int:
     """Return ``top_k`` if it is an integer in [1, MAX_TOP_K]; else raise ValueError stating the range."""
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-        raise ValueError(f"{name} must be an integer in [1, {MAX_TOP_K}], got {top_k!r}")
-    return top_k
+    return check_int(name, top_k, 1, MAX_TOP_K)
 
 
 def check_query(query: Any, name: str = "query") -> str:
@@ -81,16 +123,17 @@ def check_unicode(text: str, name: str) -> None:
 def check_int(name: str, value: Any, low: int, high: int) -> int:
     """Return ``value`` if it is an integer in ``[low, high]`` (bools refused); else a ValueError stating the range."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {shown(value)}")
     return value
 
 
 def check_number(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
     """A finite real number in ``[low, high]`` (``(low, high]`` when ``low_open``), bools refused."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not (ok and (value > low if low_open else value >= low) and value <= high):
+    # an int compares with a float exactly, however large (math.isfinite would raise OverflowError past 1e308)
+    ok = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+    if isinstance(value, bool) or not (ok and (value > low if low_open else value >= low) and value <= high):
         bracket = "(" if low_open else "["
-        raise ValueError(f"{name} must be a finite number in {bracket}{low}, {high}], got {value!r}")
+        raise ValueError(f"{name} must be a finite number in {bracket}{low}, {high}], got {shown(value)}")
     return float(value)
 
 
@@ -131,13 +174,13 @@ def _filter_children(where: str, node: Any) -> list[Any]:
     if not isinstance(node, dict):
         raise _filter_error(
             f"{where} must be a dict in Haystack's filter syntax: {{'field': 'meta.x', 'operator': '==', "
-            f"'value': ...}} or {{'operator': 'AND', 'conditions': [...]}}; got {_shown(node)}"
+            f"'value': ...}} or {{'operator': 'AND', 'conditions': [...]}}; got {shown(node)}"
         )
     operator = node.get("operator")
     if "field" in node:
         if not isinstance(node["field"], str) or not node["field"]:
             raise _filter_error(
-                f"{where}: 'field' must be a non-empty string like 'meta.x', got {_shown(node['field'])}"
+                f"{where}: 'field' must be a non-empty string like 'meta.x', got {shown(node['field'])}"
             )
         if "operator" not in node:
             raise _filter_error(
@@ -145,22 +188,22 @@ def _filter_children(where: str, node: Any) -> list[Any]:
             )
         if not isinstance(operator, str) or operator not in COMPARISON_OPERATORS:
             raise _filter_error(
-                f"{where}: comparison operator must be one of {COMPARISON_OPERATORS}, got {_shown(operator)}"
+                f"{where}: comparison operator must be one of {COMPARISON_OPERATORS}, got {shown(operator)}"
             )
         if "value" not in node:
             raise _filter_error(f"{where}: comparison {node['field']!r} {operator} has no 'value'")
         if operator in ("in", "not in") and not isinstance(node["value"], list):
-            raise _filter_error(f"{where}: operator {operator!r} needs a list value, got {_shown(node['value'])}")
+            raise _filter_error(f"{where}: operator {operator!r} needs a list value, got {shown(node['value'])}")
         return []
     if not isinstance(operator, str) or operator not in LOGICAL_OPERATORS:
         raise _filter_error(
             f"{where}: a node without 'field' is a logical node whose operator must be one of {LOGICAL_OPERATORS}, "
-            f"got {_shown(operator)}"
+            f"got {shown(operator)}"
         )
     conditions = node.get("conditions")
     if not isinstance(conditions, list):
         raise _filter_error(
-            f"{where}: logical operator {operator} needs a list of 'conditions', got {_shown(conditions)}"
+            f"{where}: logical operator {operator} needs a list of 'conditions', got {shown(conditions)}"
         )
     return conditions
 
@@ -173,6 +216,7 @@ def _filter_error(message: str) -> "FilterError":
     return FilterError(message)
 
 
-def _shown(value: Any) -> str:
-    """``repr`` of a value, cut short (length and nesting) so a huge or deep filter cannot flood a message."""
+def shown(value: Any) -> str:
+    """``repr`` of a value for a message, cut short (length and nesting) so that a huge or deep value cannot flood
+    it; an integer too long to print is described by its size."""
     return _SHORT_REPR.repr(value)

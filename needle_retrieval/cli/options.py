@@ -12,7 +12,7 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-from components.checks import MAX_QUERIES, MAX_TOP_K
+from components.checks import MAX_QUERIES, MAX_TOP_K, parse_decimal, shown
 from needle_retrieval.defaults import DISTRIBUTION
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import check_chunk_size
@@ -52,9 +52,9 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
 
     def number(text: str) -> int:
         try:
-            value = int(text)
+            value = parse_decimal(text)  # past 4,300 digits: an OverlongInt, refused below by its size
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {shown(text)}") from None
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {value}")
         return value
@@ -102,12 +102,15 @@ def chunk_size_number(text: str) -> int:
     try:
         return check_chunk_size(int(text))
     except (ValueError, NeedleError):
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (documents per chunk), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (documents per chunk), got {shown(text)}") from None
 
 
 def port_number(text: str) -> int:
     """argparse type: a TCP port, 1-65535."""
-    value = int(text)
+    try:
+        value = parse_decimal(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a TCP port in [1, 65535], got {shown(text)}") from None
     if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be a TCP port in [1, 65535], got {value}")
     return value

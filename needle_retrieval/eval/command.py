@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from haystack import Document
 
 from needle_retrieval.defaults import RUN_DEPTH
@@ -35,6 +34,7 @@ from needle_retrieval.index.generations import embeddings_file
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.fusion import FusionSetting, index_fusion
 from needle_retrieval.search.runs import Ranking, check_output, run_label, write_run
+from needle_retrieval.yaml_data import load_yaml
 
 __all__ = ["RUN_DEPTH", "default_index_dir", "evaluate"]
 
@@ -50,9 +50,11 @@ def default_index_dir(corpus: Path, store: str = "faiss") -> Path:
 def pipeline_retriever(path: Path) -> Retrieve:
     """Wrap a YAML pipeline with a `query` input and a `documents` output as a retrieve function."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8")) or {}
     except OSError as e:
         raise NeedleError(f"cannot read pipeline {path}: {e.strerror}") from e
+    except (UnicodeDecodeError, ValueError) as e:
+        raise NeedleError(f"cannot read pipeline {path}: {e}") from None
     return pf.QueryPipeline(data, str(path)).run_many
 
 

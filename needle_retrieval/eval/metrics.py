@@ -3,7 +3,8 @@
 Why pytrec_eval and not ranx: on this 2-core machine ranx's numba kernels take 45-50 s to compile on the
 first call of a fresh environment, and even with numba's on-disk cache a new process pays ~2 s of import
 plus ~4 s before the first result; pytrec_eval imports and scores 300 queries x 100 docs in ~0.2 s, and
-its numbers are the ones BEIR publishes (nDCG with linear gain; ties broken by doc id, descending).
+its numbers are the ones BEIR publishes (nDCG with linear gain; scores compared as 32-bit floats, ties broken by
+doc id, descending: ``needle_retrieval.search.trec_scores``).
 
 Two things trec_eval does that we do not want, and how we avoid them:
 
@@ -20,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pytrec_eval
+
+from needle_retrieval.search.trec_scores import trec_order_key
 
 RECALL_CURVE_DEPTH = 100
 HEADLINE_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100")
@@ -89,7 +92,7 @@ def _check_qrels(qrels: Qrels) -> None:
 
 
 def _rank(qid: str, docs: Mapping[str, float]) -> list[str]:
-    """Order one query's docs as trec_eval does: score descending, then doc id descending."""
+    """Order one query's docs as trec_eval does: score as a 32-bit float descending, then doc id descending."""
     # A run often comes straight from JSON or numpy, whatever its annotation says: check what it really holds.
     entries: Mapping[str, object] = docs
     for doc_id, score in entries.items():
@@ -97,7 +100,7 @@ def _rank(qid: str, docs: Mapping[str, float]) -> list[str]:
             raise ValueError(f"run: query {qid!r}: doc id must be a string, got {doc_id!r}")
         if not isinstance(score, numbers.Real) or math.isnan(score):
             raise ValueError(f"run: query {qid!r}, doc {doc_id!r}: score must be a number, got {score!r}")
-    return sorted(docs, key=lambda doc_id: (docs[doc_id], doc_id), reverse=True)
+    return sorted(docs, key=lambda doc_id: trec_order_key(doc_id, docs[doc_id]), reverse=True)
 
 
 def _as_scores(ranked: Mapping[str, list[str]], depth: int | None) -> dict[str, dict[str, float]]:

@@ -11,7 +11,8 @@ parameters weigh two score lists against each other and stay meaningful for a re
                    "model": "sentence-transformers/all-MiniLM-L6-v2", "ndcg@10": {"mix": 0.73, "rrf": 0.72}}}
 
 The file is data someone else wrote: it is parsed strictly (no NaN or Infinity, no unknown key, every number in
-the range the ranker accepts) and any problem is one line naming the file and the field.
+the range the ranker accepts; JSON nested too deeply, and an integer of more digits than Python reads, refused by
+name) and any problem is one line naming the file and the field.
 
 What one search runs with is a ``FusionSetting``, whose ``source`` every report names: ``default`` (the
 rankers' own values: ``Mix()`` and RRF k = 61), ``tuned`` (the index's ``DIR/fusion.json``) or ``file`` (a
@@ -26,8 +27,8 @@ Haystack's ``DocumentJoiner`` in the single-query rrf_search.yaml fixes k = 61 a
 
 import argparse
 import json
-import math
 import os
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +36,7 @@ from typing import Any, Literal
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.atomic_files import atomic_write_text, fsync_directory
+from components.checks import parse_decimal, shown
 from components.joiners.rrf_batch_joiner import MAX_K, RRF_K
 from components.stores.file_digests import read_regular
 from needle_retrieval.errors import NeedleError
@@ -121,9 +123,11 @@ def read_fusion(index_dir: Path) -> Fusion | None:
 def parse_fusion(text: str, path: Path) -> Fusion:
     """Parse and check the text of a fusion file; errors name PATH and the field."""
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(text, parse_constant=_refuse_constant, parse_int=parse_decimal)
     except ValueError as error:
         raise NeedleError(f"{path}: not valid JSON ({error}); run `needle tune` again or delete it") from None
+    except RecursionError:  # `needle tune` writes three levels; thousands of [ are someone else's file
+        raise NeedleError(f"{path}: not valid JSON (nested too deeply); run `needle tune` again or delete it") from None
     top = _object(data, path, "the file", {"schema", "mix", "rrf", "fitted_on"})
     if top["schema"] != SCHEMA:
         raise NeedleError(f"{path}: field schema must be {SCHEMA!r}, got {top['schema']!r}")
@@ -133,7 +137,7 @@ def parse_fusion(text: str, path: Path) -> Fusion:
     rrf = _object(top["rrf"], path, "rrf", {"k"})
     k = rrf["k"]
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise NeedleError(f"{path}: field rrf.k must be an integer in [1, {MAX_K}], got {k!r}")
+        raise NeedleError(f"{path}: field rrf.k must be an integer in [1, {MAX_K}], got {shown(k)}")
     fitted = top["fitted_on"]
     if not isinstance(fitted, dict):
         raise NeedleError(f"{path}: field fitted_on must be an object, got {type(fitted).__name__}")
@@ -161,8 +165,10 @@ def _object(value: Any, path: Path, field: str, keys: set[str]) -> dict[str, Any
 
 def _number(value: Any, path: Path, field: str) -> float:
     """A finite JSON number (not a boolean) as a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise NeedleError(f"{path}: field {field} must be a number, got {value!r}")
+    # NaN and the infinities fail the bound; an int compares with it exactly (float() of a larger one would raise)
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= sys.float_info.max
+    if not numeric:
+        raise NeedleError(f"{path}: field {field} must be a number, got {shown(value)}")
     return float(value)
 
 

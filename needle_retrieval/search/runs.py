@@ -11,9 +11,13 @@ picks the format), one JSON object a query::
 
     {"qid": "1", "hits": [{"id": "d7", "score": 12.5, "rank": 1}, ...]}
 
-Ranks start at 1 in the order the pipeline returned (ties stay in that order; trec_eval itself re-sorts tied
-scores by doc id); a doc id repeated in one answer keeps its first, best place; scores are written exactly
-(Python's shortest round-trip form). A query without hits has no TREC line and ``"hits": []``. An output file is
+Ranks start at 1 in the order the pipeline returned; a doc id repeated in one answer keeps its first, best place.
+Scores are the retrieval's, written exactly (Python's shortest round-trip form), except where trec_eval would not
+read one strictly below the score before it: trec_eval and pytrec_eval hold scores as 32-bit floats and order tied
+ones by doc id, descending, so a run with ties would be scored in another order than the one `needle eval` scores
+and `needle search` prints (SciFact rrf: 0.7139 nDCG@10 instead of 0.7185). Such a score is written as the next
+32-bit float below the one before (``needle_retrieval.search.trec_scores``): every tool reads the ranks as written.
+A query without hits has no TREC line and ``"hits": []``. An output file is
 written through a temporary sibling and renamed into place only once every query is done, so a failed run
 leaves no file (or the old one); without ``--output`` the lines go to stdout as each batch is answered. A run
 has ``RUN_DEPTH`` hits a query (`needle eval`'s) unless ``--top-k`` says otherwise.
@@ -37,6 +41,7 @@ from needle_retrieval.defaults import QUERY_BATCH
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.progress import Progress
 from needle_retrieval.search.queries_file import Query, read_queries
+from needle_retrieval.search.trec_scores import written_score
 
 if TYPE_CHECKING:
     from haystack import Document
@@ -78,15 +83,18 @@ def check_run_tag(tag: str) -> str:
 
 
 def _hits(qid: str, ranking: Ranking) -> Iterator[tuple[int, str, float]]:
-    """(rank, doc id, score) of one answer: a repeated doc id keeps its first place; every score a finite number."""
+    """(rank, doc id, score) of one answer in the retrieval's order: a repeated doc id keeps its first place; every
+    score a finite number, written so that trec_eval reads it below the one before (``written_score``)."""
     seen: set[str] = set()
+    written = math.inf
     for doc_id, score in ranking:
         if doc_id in seen:
             continue
         if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
             raise NeedleError(f"query {qid!r}, document {doc_id!r}: a run needs a finite score, got {score!r}")
         seen.add(doc_id)
-        yield len(seen), doc_id, float(score)
+        written = written_score(float(score), written)
+        yield len(seen), doc_id, written
 
 
 def trec_text(qid: str, ranking: Ranking, tag: str) -> str:

@@ -1,6 +1,8 @@
 """UltraRAG's retriever `parameter.yaml` driving `needle index --config` and `needle search --config`.
 
-The file is data: it is parsed with `yaml.safe_load`, every key is checked against UltraRAG HEAD's key list, and
+The file is data: it is parsed as YAML data (``needle_retrieval.yaml_data``: `yaml.safe_load`, with a file
+nested too deeply and an integer of more digits than Python reads refused in one line), every key is checked
+against UltraRAG HEAD's key list, and
 each key is honoured or mapped to its meaning here; a key or value needle cannot honour is an error naming the
 file, the key and what is allowed, never silently dropped. Values are typed as YAML 1.2 types them, in every block
 whether chosen or not: a boolean is `true` or `false` (a quoted "false" is an error naming the file and the key
@@ -47,7 +49,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from haystack.utils import Secret
 
 from components.checks import MAX_TOP_K
@@ -81,6 +82,7 @@ from needle_retrieval.ultrarag.values import (
     string_value,
 )
 from needle_retrieval.ultrarag.websearch import WebSearchChoice, build_web_search, retriever_url, web_search_choice
+from needle_retrieval.yaml_data import load_yaml
 
 if TYPE_CHECKING:
     from components.websearch.web_batch_search import WebBatchSearch
@@ -231,8 +233,8 @@ def load_config(path: Path, overrides: Mapping[str, Any] | None = None) -> Ultra
     """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        data = load_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
         raise NeedleError(f"cannot read the parameter file {path}: {' '.join(str(error).split())}") from None
     if not isinstance(data, dict):
         raise NeedleError(f"{path}: a parameter file holds a mapping of UltraRAG's keys, got {type(data).__name__}")

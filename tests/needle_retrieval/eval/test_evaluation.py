@@ -227,6 +227,16 @@ def test_run_from_rankings_keeps_pipeline_order_despite_ties() -> None:
     assert evaluate_run(ranked, qrels).metrics["mrr@10"] == pytest.approx(1.0)
 
 
+def test_evaluate_run_ties_scores_as_pytrec_eval_does_as_32_bit_floats() -> None:
+    """0.5 and 0.49999999 are two Python floats but one 32-bit float: trec_eval ties them and puts "b" first."""
+    import pytrec_eval
+
+    qrels, run = {"q1": {"a": 1}}, {"q1": {"a": 0.5, "b": 0.49999999, "c": 0.25}}
+    trec = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)["q1"]["recip_rank"]
+    assert trec == 0.5
+    assert evaluate_run(run, qrels).metrics["mrr@10"] == trec
+
+
 @pytest.mark.parametrize(
     ("run", "qrels", "fragment"),
     [

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import pytrec_eval
 
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.search.runs import jsonl_text, trec_text, write_run
@@ -20,7 +21,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def test_trec_lines_keep_order_ties_and_exact_scores() -> None:
+def test_trec_lines_keep_order_and_exact_scores_and_write_ties_just_below() -> None:
     ranking = [("d3", 2.5), ("d1", 1.0000001192092896), ("d2", 1.0000001192092896), ("d3", 0.5), ("d9", 1e-05)]
     lines = [line.split(" ") for line in trec_text("q1", ranking, "bm25").splitlines()]
     assert [(q, q0, d, r, t) for q, q0, d, r, _, t in lines] == [
@@ -29,7 +30,21 @@ def test_trec_lines_keep_order_ties_and_exact_scores() -> None:
         ("q1", "Q0", "d2", "3", "bm25"),
         ("q1", "Q0", "d9", "4", "bm25"),  # the repeated d3 kept its first place only
     ]
-    assert [float(line[4]) for line in lines] == [2.5, 1.0000001192092896, 1.0000001192092896, 1e-05]
+    # d2 ties d1: written as the next 32-bit float below it (1 + 2**-23 is one; 1.0 is the next below)
+    assert [float(line[4]) for line in lines] == [2.5, 1.0000001192092896, 1.0, 1e-05]
+
+
+def test_trec_eval_reads_the_ranks_as_written_despite_ties() -> None:
+    """Ties, and scores that differ only beyond a 32-bit float (as trec_eval holds them), which trec_eval would order
+    by doc id, descending: pytrec_eval ranks each document where the run says."""
+    ranking = [("a", 0.5), ("z", 0.5), ("b", 0.49999999), ("y", 0.0), ("x", 0.0), ("c", -1.0), ("w", -1.0)]
+    ranks = {row.split(" ")[2]: int(row.split(" ")[3]) for row in trec_text("q1", ranking, "t").splitlines()}
+    run = {"q1": {row.split(" ")[2]: float(row.split(" ")[4]) for row in trec_text("q1", ranking, "t").splitlines()}}
+    for doc, rank in ranks.items():
+        scored = pytrec_eval.RelevanceEvaluator({"q1": {doc: 1}}, {"recip_rank"}).evaluate(run)
+        assert scored["q1"]["recip_rank"] == 1 / rank, doc
+    jsonl = json.loads(jsonl_text("q1", ranking))["hits"]
+    assert [(hit["id"], hit["rank"]) for hit in jsonl] == list(ranks.items())
 
 
 def test_json_lines_hold_id_score_and_rank() -> None:
