@@ -74,7 +74,7 @@ def _identity(status: os.stat_result) -> _Identity:
     return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
 
 
-def _open_regular(path: Path) -> int:
+def open_regular(path: Path) -> int:
     """A read-only descriptor of PATH, which must be a regular file and not a symbolic link.
 
     Opened without waiting (``O_NONBLOCK``, no effect on a regular file): a FIFO planted in its place is refused at
@@ -98,12 +98,12 @@ def _open_regular(path: Path) -> int:
 def read_regular(path: Path, limit: int) -> bytes:
     """The bytes of a small file that someone else may have written (a JSON setting beside an index).
 
-    Opened as the files of a generation are (``_open_regular``: no link followed, a FIFO or device refused without
+    Opened as the files of a generation are (``open_regular``: no link followed, a FIFO or device refused without
     waiting), and read only up to LIMIT bytes: a file any larger is refused rather than read into memory.
 
     :raises DocumentStoreError: naming PATH when it is missing, a link, not a regular file or over LIMIT bytes.
     """
-    with os.fdopen(_open_regular(path), "rb") as file:
+    with os.fdopen(open_regular(path), "rb") as file:
         data = file.read(limit + 1)
     if len(data) > limit:
         raise DocumentStoreError(f"{path}: larger than {limit:,} bytes, more than such a file ever holds")
@@ -115,7 +115,7 @@ def sha256_file(path: Path, advance: Advance | None = None) -> str:
 
     :param advance: told each count of bytes as it is hashed (``CHUNK`` at a time).
     """
-    descriptor = _open_regular(path)
+    descriptor = open_regular(path)
     with os.fdopen(descriptor, "rb") as file:
         before = _identity(os.fstat(descriptor))
         digest = _hash(file, advance)
@@ -155,7 +155,7 @@ def digest_files(
 def _known_digest(path: Path, advance: Advance | None = None) -> str:
     """The sha256 of PATH's bytes now: remembered if this version of the file was hashed before (its bytes then
     told to ADVANCE at once), else hashed."""
-    descriptor = _open_regular(path)
+    descriptor = open_regular(path)
     try:
         identity = _identity(os.fstat(descriptor))
     finally:

@@ -30,7 +30,7 @@ from components.stores.transactions import SingleWriter, TransactionalStore
 
 class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwins, MetadataQueries):
     """
-    Documents searchable with BM25 (bm25s), saved crash-safely and loaded memory-mapped.
+    Documents searchable with BM25 (bm25s), saved crash-safely, loaded checked.
 
     The UltraRAG seed's BM25 backend (``lang``, ``save_path``) as a Haystack DocumentStore: ``path`` is the
     seed's ``save_path``. Settings left as ``None`` take the saved index's values when ``path`` holds one,

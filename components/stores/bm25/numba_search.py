@@ -36,7 +36,7 @@ class NumbaScorer:
     """Top-k search over one CSC weight matrix (``data``, ``indices``, ``indptr``, ``num_docs``)."""
 
     def __init__(self, scores: dict[str, Any]) -> None:
-        """Keep the (possibly memory-mapped) arrays of a built or loaded bm25s index; nothing is copied."""
+        """Keep the arrays of a built or loaded bm25s index (in memory, values checked: ``segment_files``); no copy."""
         self.data = scores["data"]
         self.indices = scores["indices"]
         self.indptr = scores["indptr"]

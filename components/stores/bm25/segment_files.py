@@ -5,7 +5,8 @@ a weight that no BM25 formula gives is a wrong answer (scores of 9e30). Each fil
 
 1. verified: its bytes have the sha256 the generation's manifest records; all files of the generation are
    hashed when it is opened, on parallel threads (``crash_safe_generations.verify_all``);
-2. loaded without pickle, memory-mapped, of exactly the dtype and length the index writes (``load_array``);
+2. read into memory of its own, without pickle, of exactly the dtype and length the index writes (``load_array``:
+   not memory-mapped, so a later change to the file, in place or through a hard link, never reaches a kernel);
 3. checked for range: term ids and row numbers inside the vocabulary and the rows, offsets that start at 0 and
    never decrease, finite weights within what the recorded BM25 settings can give, ``params.index.json`` equal
    to the manifest's settings.
@@ -47,7 +48,7 @@ class SavedFiles:
         return verified(self.directory, self.manifest, name)
 
     def array(self, name: str, dtype: str, length: int | None = None) -> np.ndarray:
-        """File NAME as a memory-mapped 1-D array of DTYPE (and LENGTH values, if given)."""
+        """File NAME as a read-only 1-D array of DTYPE (and LENGTH values, if given), read into memory."""
         return load_array(self.path(name), dtype, length=length)
 
     def json(self, name: str) -> Any:
@@ -60,7 +61,7 @@ class SavedFiles:
 
 
 def load_main_segment(directory: Path, manifest: Mapping[str, Any], params: BM25Params) -> MainSegment:
-    """Open the main segment saved in DIRECTORY (memory-mapped), every file checked first (module docstring).
+    """Open the main segment saved in DIRECTORY (read into memory), every file checked first (module docstring).
 
     :raises DocumentStoreError: one line naming the file that is changed, damaged or inconsistent.
     """

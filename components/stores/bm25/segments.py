@@ -40,7 +40,7 @@ class BM25Params:
 
 
 class MainSegment:
-    """Documents indexed by one bm25s build: fixed rows, optionally memory-mapped from a saved index."""
+    """Documents indexed by one bm25s build: fixed rows, built here or read from a saved index."""
 
     def __init__(
         self, bm25: bm25s.BM25, ids: list[str], tokens: np.ndarray | Callable[[], np.ndarray], offsets: np.ndarray

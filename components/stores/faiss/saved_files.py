@@ -4,9 +4,10 @@
 refuse what the store never writes even so (a generation whose manifest and files were rewritten together, or
 a bug), before FAISS searches with it or a tombstone hides a row: the index's dimension, vector count and
 metric are the manifest's, its ids and the tombstones are rows the store handed out, and no row is repeated.
-Every refusal is a DocumentStoreError naming the file.
+Every refusal is a DocumentStoreError naming the file; so is a write FAISS cannot finish (``write_index``).
 """
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,23 @@ def read_index(path: Path) -> faiss.Index:
         return faiss.read_index(str(path))
     except RuntimeError as exc:
         raise DocumentStoreError(f"{path}: corrupted FAISS index ({str(exc).splitlines()[0][:160]})") from exc
+
+
+def write_index(index: faiss.Index, path: Path) -> None:
+    """Write INDEX to PATH; a failed write (a full disk) is a DocumentStoreError naming the file and the system's
+    reason ("No space left on device"), where FAISS raises a RuntimeError naming its own C++ source line."""
+    try:
+        faiss.write_index(index, str(path))
+    except RuntimeError as exc:
+        raise DocumentStoreError(f"{path}: cannot write the FAISS index ({write_failure(exc)})") from exc
+
+
+def write_failure(exc: RuntimeError) -> str:
+    """Why FAISS could not write: the system's words it ends its message with ("... 93950 != 129824 (No space left
+    on device)"), else the message's first line."""
+    message = str(exc)
+    reason = re.search(r"\(([^()]+)\)\s*$", message)
+    return reason.group(1) if reason else message.splitlines()[0][:160]
 
 
 def check_index(index: faiss.Index, path: Path, metric: str, manifest: Mapping[str, Any]) -> None:

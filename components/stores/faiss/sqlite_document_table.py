@@ -180,10 +180,18 @@ class SQLiteDocumentTable:
 
     @classmethod
     def load_from(cls, path: Path) -> "SQLiteDocumentTable":
-        """Read a table saved by ``save_to``; raises DocumentStoreError naming the file when it is damaged."""
+        """
+        Read a table saved by ``save_to`` (a saved generation's file, its sha256 verified) into memory.
+
+        Opened as immutable: SQLite reads the verified bytes as they are and ignores a ``-journal`` or ``-wal`` file
+        beside them, which no needle process writes (a saved generation never changes) and which SQLite would
+        otherwise try to roll back into the file, failing as "attempt to write a readonly database".
+
+        :raises DocumentStoreError: naming the file when it is damaged.
+        """
         memory = sqlite3.connect(":memory:", check_same_thread=False)
         try:
-            source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
             try:
                 source.backup(memory)
             finally:

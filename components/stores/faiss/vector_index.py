@@ -24,7 +24,7 @@ import faiss
 import numpy as np
 
 from components.stores.crash_safe_generations import verified
-from components.stores.faiss.saved_files import check_index, load_tombstones, read_index
+from components.stores.faiss.saved_files import check_index, load_tombstones, read_index, write_index
 
 logger = logging.getLogger(__name__)
 
@@ -210,8 +210,11 @@ class FAISSVectorIndex:
         return self._gpu_index
 
     def write(self, directory: Path) -> None:
-        """Write the index and its tombstones into ``directory``."""
-        faiss.write_index(self._index, str(directory / VECTORS_FILE))
+        """Write the index and its tombstones into ``directory``.
+
+        :raises DocumentStoreError: naming the index file when FAISS cannot write it (a full disk).
+        """
+        write_index(self._index, directory / VECTORS_FILE)
         np.save(directory / TOMBSTONES_FILE, np.array(sorted(self._tombstones), dtype=np.int64))
 
     @classmethod
