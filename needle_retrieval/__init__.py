@@ -8,7 +8,7 @@ deserialization allowlist is set by ``import components``, which every module th
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["FusionSetting", "IndexManifest", "NeedleError", "Searcher", "build_index"]
+__all__ = ["FusionSetting", "IndexManifest", "NeedleError", "Searcher", "Trust", "build_index"]
 
 # Each public name and the module that defines it.
 _HOMES = {
@@ -16,6 +16,7 @@ _HOMES = {
     "IndexManifest": "needle_retrieval.index.manifest",
     "NeedleError": "needle_retrieval.errors",
     "Searcher": "needle_retrieval.search.searcher",
+    "Trust": "needle_retrieval.index.trust",
     "build_index": "needle_retrieval.index.build",
 }
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from needle_retrieval.errors import NeedleError
     from needle_retrieval.index.build import build_index
     from needle_retrieval.index.manifest import IndexManifest
+    from needle_retrieval.index.trust import Trust
     from needle_retrieval.pipelines.fusion import FusionSetting
     from needle_retrieval.search.searcher import Searcher
 

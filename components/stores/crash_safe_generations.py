@@ -9,7 +9,8 @@ A save writes a complete new generation under a ``.partial`` name, fsyncs every 
 renames it to its final name, then switches ``CURRENT`` with ``os.replace`` (atomic on POSIX) and only then
 removes older generations and leftovers of interrupted saves. A process killed at any point therefore leaves
 either the previous generation or the new one as ``CURRENT``, never a half-written one. The manifest records
-the size and the sha256 of every file it owns (``components.stores.file_digests``), and for every store saved
+the size and the sha256 of every file it owns (``components.stores.file_digests``), a seal over its own fields
+(``seal_of``), and for every store saved
 inside it (a sub-directory with its own ``CURRENT``, as an index generation holds ``dense/`` and ``bm25/``) the
 generation that store had and the sha256 of that generation's manifest, which in turn records the digests of
 that store's files: one digest at the top covers every byte of the index. Reading a manifest checks what costs
@@ -20,6 +21,7 @@ generation is the store's business: it passes a writer that fills the directory,
 itself from the directory this module finds.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -40,16 +42,30 @@ from components.stores.file_digests import (
     DigestProgress,
     check_relative,
     digest_files,
+    read_regular,
     sha256_file,
     verified,
     verify_all,
 )
 
-__all__ = ["DIGESTS", "MANIFEST", "POINTER", "STORES", "Generations", "load_json", "verified", "verify_all"]
+__all__ = [
+    "DIGESTS",
+    "MANIFEST",
+    "POINTER",
+    "SEAL",
+    "STORES",
+    "Generations",
+    "load_json",
+    "seal_of",
+    "verified",
+    "verify_all",
+]
 
 POINTER = "CURRENT"
 MANIFEST = "manifest.json"
 STORES = "stores"  # manifest key: {sub-directory: {"generation", "manifest_sha256"}} of the stores saved inside
+MANIFEST_LIMIT = 64 << 20  # bytes: far above any manifest a save writes (a few hundred bytes per file it lists)
+SEAL = "seal"  # manifest key: the sha256 of the manifest's other fields (``seal_of``), so it is one tamper-evident unit
 # Files in a store directory that are not part of a generation's content (_owned): the writer lock and the pointer's
 # staged copy, left by a save killed before its switch (atomic_files.temp_sibling's name, or the fixed CURRENT.tmp
 # of earlier versions).
@@ -128,13 +144,14 @@ class Generations:
             raise DocumentStoreError(f"{generation}: a symbolic link, not a generation directory of its own")
         if not path.is_file() or path.is_symlink():
             raise DocumentStoreError(f"{path}: missing; the generation named by {POINTER} is incomplete")
-        manifest = load_json(path)
+        manifest = load_json(path, MANIFEST_LIMIT)
         if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
             raise DocumentStoreError(f"{path}: corrupted, expected an object with a 'files' entry")
         for key, expected in self.stamp.items():
             if manifest.get(key) != expected:
                 got = manifest.get(key)
                 raise DocumentStoreError(f"{path}: {key} {got!r} is not supported (expected {expected!r})")
+        _check_seal(path, manifest)
         _check_digest_record(path, manifest)
         for name, size in manifest["files"].items():
             _check_file(generation, path, name, size)
@@ -191,6 +208,7 @@ class Generations:
         stores = {d.name: _store_record(d) for d in sorted(partial.iterdir()) if _is_store(d)}
         if stores:
             manifest[STORES] = stores
+        manifest[SEAL] = seal_of(manifest)
         (partial / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
         for entry in [*(partial / name for name in owned), partial / MANIFEST, *partial.iterdir(), *directories]:
             _fsync(entry)
@@ -263,6 +281,29 @@ def _store_record(store: Path) -> dict[str, str]:
     return {"generation": name, "manifest_sha256": sha256_file(store / name / MANIFEST)}
 
 
+def seal_of(manifest: dict[str, Any]) -> str:
+    """The sha256 of MANIFEST's fields but ``SEAL``, as canonical JSON (sorted keys, no spaces): what a generation
+    records in ``SEAL``, so that a field changed by hand is noticed even where no digest of its own covers it (a
+    model name, a backend setting). Whoever rewrites the manifest can recompute it: it makes a generation one
+    tamper-evident unit, not an authenticated one."""
+    fields = {key: value for key, value in manifest.items() if key != SEAL}
+    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _check_seal(path: Path, manifest: dict[str, Any]) -> None:
+    """The manifest at PATH carries the seal of its own fields (``seal_of``); one without (written before seals
+    were recorded) is refused, or deleting the seal would turn the check off."""
+    seal = manifest.get(SEAL)
+    if seal is None:
+        raise DocumentStoreError(
+            f"{path}: carries no seal of its fields (written by needle 0.2.0 or older), so a change to it cannot be "
+            "noticed: build it again"
+        )
+    if seal != seal_of(manifest):
+        raise DocumentStoreError(f"{path}: changed after it was written (its fields no longer match its seal)")
+
+
 def _check_digest_record(path: Path, manifest: dict[str, Any]) -> None:
     """The manifest at PATH records one sha256 (64 lowercase hex digits) per listed file, and no other."""
     digests = manifest.get(DIGESTS)
@@ -320,14 +361,18 @@ def _check_stores(generation: Path, manifest: Path, stores: Any) -> None:
             raise DocumentStoreError(f"{inner}: missing or changed since {manifest} was written (sha256 differs)")
 
 
-def load_json(path: Path) -> Any:
-    """Parse a JSON file, or raise DocumentStoreError naming it."""
+def load_json(path: Path, limit: int | None = None) -> Any:
+    """Parse a JSON file, or raise DocumentStoreError naming it: missing, larger than LIMIT bytes (None: any size),
+    not UTF-8 JSON, or nested too deeply to parse (a planted ``[[[[...]]]]`` would overflow the stack)."""
     if not path.is_file():
         raise DocumentStoreError(f"{path}: missing")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DocumentStoreError(f"{path}: corrupted JSON ({exc})") from exc
+        text = (path.read_bytes() if limit is None else read_regular(path, limit)).decode("utf-8")
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, or an integer past Python's 4,300 digits
+        raise DocumentStoreError(f"{path}: corrupted JSON ({str(exc)[:200]})") from None
+    except RecursionError:
+        raise DocumentStoreError(f"{path}: corrupted JSON (nested too deeply to be a file of ours)") from None
 
 
 def _fsync(path: Path) -> None:

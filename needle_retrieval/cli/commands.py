@@ -33,6 +33,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from components.checks import check_queries
 from needle_retrieval.cli.options import EXIT_USAGE, limit_threads, quiet_lite_logging
@@ -40,6 +41,10 @@ from needle_retrieval.cli.parser import parser
 from needle_retrieval.defaults import DEFAULT_TOP_K, QUERY_BATCH, RUN_DEPTH
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import check_corpus, check_readable
+
+if TYPE_CHECKING:
+    from needle_retrieval.index.trust import Trust
+    from needle_retrieval.ultrarag.config import UltraRAGConfig
 
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a command killed by SIGPIPE, as `cat` or `grep` would be
 Command = Callable[[argparse.Namespace], None]
@@ -116,7 +121,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     With --config, the file names the index, its mode, top_k (unless --top-k) and the query instruction: the
     file's `query_instruction` replaces the one the index recorded (an empty one keeps the recorded one, as an
     UltraRAG request's empty instruction does on `needle serve`'s /search)."""
-    index_dir, top_k, instruction = args.index_dir, args.top_k or DEFAULT_TOP_K, None
+    index_dir, top_k, instruction, config = args.index_dir, args.top_k or DEFAULT_TOP_K, None, None
     from needle_retrieval.search.runs import batch_run, search_in_batches
 
     batch = batch_run(args)  # --queries FILE: read and checked before anything heavy loads
@@ -143,7 +148,7 @@ def cmd_search(args: argparse.Namespace) -> None:
 
     searcher = Searcher(
         Path(index_dir), args.mode, top_k, model=args.model, fusion=args.fusion, query_instruction=instruction,
-        bm25_threads=args.threads,
+        bm25_threads=args.threads, trust=trust_of(args, config),
     )  # fmt: skip
     size = args.batch_size or QUERY_BATCH
     try:
@@ -163,6 +168,16 @@ def cmd_search(args: argparse.Namespace) -> None:
             print(f"  {rank:>2}. {doc.score:8.4f}  {doc.id}  {snippet}")
         if not docs:
             print("   (no results)")
+
+
+def trust_of(args: argparse.Namespace, config: "UltraRAGConfig | None" = None) -> "Trust":
+    """What the user allows the index's pipelines to use (``needle_retrieval.index.trust``): the NEEDLE_* variables,
+    the flags, and what a --config file names for its own backend (the user's file)."""
+    from needle_retrieval.index.trust import Trust, config_trust
+
+    flags = Trust(tuple(args.trust_remote_code), tuple(args.allow_server), tuple(args.allow_key_env))
+    trust = Trust.from_environment().merged(flags)
+    return trust if config is None else trust.merged(config_trust(config.spec, config.target.uri))
 
 
 def quiet_model_loading() -> None:
@@ -217,6 +232,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         reranker_max_batch=args.reranker_max_batch,
         deploy_search=args.allow_deploy_search,
         fusion=args.fusion,
+        trust=trust_of(args),
     )
 
 

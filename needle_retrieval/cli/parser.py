@@ -168,6 +168,7 @@ def parser() -> argparse.ArgumentParser:
         f"(default {QUERY_BATCH}); it changes speed and memory, not the hits",
     )
     add_threads_flag(se, "query encoding (torch), FAISS search and BM25 scoring")
+    add_trust_flags(se)
 
     ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset (nDCG@10, recall, MRR, MAP)")
     ev.add_argument("dataset_dir", nargs="?", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
@@ -226,6 +227,7 @@ def parser() -> argparse.ArgumentParser:
         help="list the MCP tool retriever_deploy_search, which fetches a URL the caller names (default: off)",
     )
     add_fusion_flag(sv, "server")
+    add_trust_flags(sv)
 
     mc = sub.add_parser(
         "mcp", help="UltraRAG's retriever MCP server on stdio (what an MCP host launches), index tools included"
@@ -254,6 +256,37 @@ def add_threads_flag(command: argparse.ArgumentParser, work: str) -> None:
         metavar="N",
         help=f"CPU threads for {work}, 1-{MAX_THREADS} (default: every core; torch and FAISS follow "
         "OMP_NUM_THREADS when it is set)",
+    )
+
+
+def add_trust_flags(command: argparse.ArgumentParser) -> None:
+    """What an index may use beyond data (``needle_retrieval.index.trust``): each must be named by the user, the index
+    only has to match. Repeatable; the ``NEEDLE_*`` variables add to them."""
+    command.add_argument(
+        "--trust-remote-code",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="let MODEL (as the index names it) run its own Python code, for an index built with trust_remote_code; "
+        "also NEEDLE_TRUST_REMOTE_CODE=MODEL,...",
+    )
+    command.add_argument(
+        "--allow-server",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="let the search send queries to URL: the embedding server (base_url, Infinity url; "
+        "https://api.openai.com/v1 for OpenAI) or Milvus server the index was built with; also "
+        "NEEDLE_ALLOW_SERVERS=URL,...",
+    )
+    command.add_argument(
+        "--allow-key-env",
+        action="append",
+        default=[],
+        metavar="VAR",
+        help="let the search read its API key from the environment variable VAR, when the index was built with a "
+        "key variable other than the usual OPENAI_API_KEY, RETRIEVER_API_KEY, INFINITY_API_KEY, MILVUS_TOKEN; "
+        "also NEEDLE_ALLOW_KEY_ENV=VAR,...",
     )
 
 

@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from haystack.document_stores.errors import DocumentStoreError
+
 from components.embedders.embedder_factory import manifest_record
 from components.stores.crash_safe_generations import MANIFEST
 from components.stores.crash_safe_generations import STORES as SAVED_STORES
@@ -35,7 +37,7 @@ from needle_retrieval.defaults import HAYHOOKS_DIR, STORES
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import rebuild_hint
 from needle_retrieval.index.dense_type import DenseIndexType
-from needle_retrieval.index.generations import read_live
+from needle_retrieval.index.generations import LAYOUT, read_live, verify_own_files
 from needle_retrieval.index.milvus_place import check_recorded
 from needle_retrieval.index.options import check_store_settings
 from needle_retrieval.pipelines.embedders import spec_of
@@ -120,8 +122,25 @@ class IndexManifest:
     @classmethod
     def load(cls, index_dir: Path) -> "IndexManifest":
         """Read the manifest of DIR's live generation, or explain in one line what is missing or broken."""
-        index_dir = Path(index_dir)
-        generation, recorded = read_live(index_dir)
+        return cls.from_record(*read_live(Path(index_dir)))
+
+    @classmethod
+    def of_generation(cls, generation: Path) -> "IndexManifest":
+        """Read the manifest of GENERATION (live or not: `hayhooks run` serves the one it was pointed at), its own
+        small files verified as ``read_live`` verifies the live one's.
+
+        :raises NeedleError: one line naming the file that is missing, changed or not as a build writes it.
+        """
+        try:
+            recorded = LAYOUT.read_manifest(generation)
+            verify_own_files(generation, recorded)
+        except DocumentStoreError as error:
+            raise NeedleError(f"broken index {generation.parent}: {error}; {rebuild_hint(generation.parent)}") from None
+        return cls.from_record(generation, recorded)
+
+    @classmethod
+    def from_record(cls, generation: Path, recorded: dict[str, Any]) -> "IndexManifest":
+        """The manifest GENERATION records (RECORDED, its digests already checked), each field checked."""
         names = {f.name for f in fields(cls)} - {"generation"}
         try:
             manifest = cls(**{k: v for k, v in recorded.items() if k in names}, generation=generation.name)
@@ -153,9 +172,11 @@ class IndexManifest:
             or len(set(self.modes)) != len(self.modes)
         ):
             raise NeedleError(f"{where}: modes must list some of {', '.join(PARTS)}, got {self.modes!r}")
-        if "dense" in self.modes and not (isinstance(self.model, str) and isinstance(self.dim, int) and self.dim > 0):
+        if "dense" in self.modes and not (
+            isinstance(self.model, str) and self.model.strip() and isinstance(self.dim, int) and self.dim > 0
+        ):
             raise NeedleError(
-                f"{where}: a dense part needs a model name and a dimension, got {self.model!r}, {self.dim!r}"
+                f"{where}: a dense part needs a model name and a dimension, got {self.model!r:.80}, {self.dim!r:.40}"
             )
         if self.corpus_sha256 is not None and not (
             isinstance(self.corpus_sha256, str) and SHA256.fullmatch(self.corpus_sha256)

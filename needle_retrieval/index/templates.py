@@ -16,6 +16,7 @@ from needle_retrieval.index.dense_type import DenseIndexType
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.milvus_place import MilvusPlace, store_params
 from needle_retrieval.index.options import apply_store_settings
+from needle_retrieval.index.trust import Trust, check_pipeline
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.embedders import set_query_embedder
 from needle_retrieval.pipelines.feed import SearchPlan
@@ -71,12 +72,25 @@ def _set_milvus_store(data: dict[str, Any], component: str, manifest: IndexManif
 
 
 def fill_search_pipeline(
-    index_dir: Path, manifest: IndexManifest, name: str, fusion: FusionSetting | None = None
+    index_dir: Path,
+    manifest: IndexManifest,
+    name: str,
+    fusion: FusionSetting | None = None,
+    trust: Trust | None = None,
 ) -> dict[str, Any]:
     """Fill pipelines/<name>_search.yaml with absolute paths of the manifest's generation where DIR is now,
-    and the fusion parameters of FUSION (None: the index's own, ``needle_retrieval.pipelines.fusion.index_fusion``)."""
+    and the fusion parameters of FUSION (None: the index's own, ``needle_retrieval.pipelines.fusion.index_fusion``).
+
+    The manifest was read from DIR, so it may be someone else's: the pipeline may run model code, contact a server
+    or read a key variable only where TRUST (None: ``Trust.from_environment()``) allows it
+    (``needle_retrieval.index.trust``).
+
+    :raises NeedleError: the pipeline would use something TRUST does not allow, saying what to pass.
+    """
     setting = index_fusion(Path(index_dir)) if fusion is None else fusion
-    return apply_fusion(search_pipeline(Path(index_dir).resolve(), manifest, name), setting)
+    data = apply_fusion(search_pipeline(Path(index_dir).resolve(), manifest, name), setting)
+    check_pipeline(data, Trust.from_environment() if trust is None else trust, f"index {index_dir}")
+    return data
 
 
 def save_search_pipelines(generation: Path, manifest: IndexManifest, modes: list[str]) -> None:

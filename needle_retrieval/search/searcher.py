@@ -20,6 +20,7 @@ from needle_retrieval.index.checks import rebuild_hint
 from needle_retrieval.index.generations import live_name
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.templates import fill_search_pipeline
+from needle_retrieval.index.trust import Trust
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.fusion import FusionSetting, index_fusion
 
@@ -79,6 +80,7 @@ class Searcher:
         fusion: FusionSetting | None = None,
         query_instruction: str | None = None,
         bm25_threads: int | None = None,
+        trust: Trust | None = None,
     ) -> None:
         """Open the index for MODE (None: hybrid when it has dense and BM25 parts, else its one mode).
 
@@ -91,12 +93,16 @@ class Searcher:
             ``""``: none; None: the recorded one. Modes without an embedder (bm25) ignore it.
         :param bm25_threads: Threads the BM25 retriever scores a batch of queries with (its ``n_threads``, >= 1);
             None: its own (every core). Modes without bm25s (dense, and a Milvus index) ignore it.
+        :param trust: The models whose code, the servers and the key variables the index's pipeline may use
+            (``needle_retrieval.index.trust``); None: those the ``NEEDLE_*`` environment variables allow. What the
+            index records must be among them, or it is refused before anything loads.
         """
         self.index_dir = Path(index_dir)
         self.fusion = index_fusion(self.index_dir) if fusion is None else fusion
         self.top_k = check_top_k(top_k)
         self.query_instruction = query_instruction
         self.bm25_threads = bm25_threads
+        self.trust = trust
         for attempt in (1, 2):
             self.manifest = IndexManifest.load(self.index_dir)
             try:
@@ -120,7 +126,7 @@ class Searcher:
         check_mode(self.manifest, self.mode, self.index_dir)
         check_model(self.manifest, model, self.index_dir)
         template = self.manifest.template(self.mode, batch=True)
-        data = fill_search_pipeline(self.index_dir, self.manifest, template, self.fusion)
+        data = fill_search_pipeline(self.index_dir, self.manifest, template, self.fusion, self.trust)
         if self.bm25_threads is not None:
             set_bm25_threads(data, self.bm25_threads)
         self.runner = pf.QueryPipeline(data, f"{template}_search", "queries", warm_up=False)

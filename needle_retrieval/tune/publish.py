@@ -30,7 +30,7 @@ from typing import Any
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.atomic_files import atomic_write, atomic_write_text, fsync_directory
-from components.stores.crash_safe_generations import MANIFEST, POINTER, STORES, load_json, verify_all
+from components.stores.crash_safe_generations import MANIFEST, POINTER, SEAL, STORES, load_json, seal_of, verify_all
 from components.stores.file_digests import DigestProgress
 from needle_retrieval.defaults import HAYHOOKS_DIR
 from needle_retrieval.errors import NeedleError
@@ -147,6 +147,7 @@ class Relink:
         else:
             data[SHARED] = self.moved(source, str(data[SHARED]), target, final)
             data["generation_id"] = uuid.uuid4().hex  # another directory's generation, as every save gets its own
+            data[SEAL] = seal_of(data)
             atomic_write_text(target / generation / MANIFEST, json.dumps(data, indent=1, ensure_ascii=False))
         fsync_directory(target / generation)
         fsync_directory(target)

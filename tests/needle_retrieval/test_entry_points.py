@@ -12,6 +12,7 @@ twice in front of the query shows as another order of the index's passages.
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 import yaml
 
 from needle_retrieval.cli import main
+from needle_retrieval.index.trust import MODELS_VARIABLE
 from needle_retrieval.search.searcher import Searcher
 from tests.needle_retrieval.serve.test_hayhooks_run import start_hayhooks
 from tests.support.paths import DATA, SAMPLE
@@ -50,6 +52,21 @@ def parameter_file(folder: Path, name: str, instruction: str) -> Path:
     path = folder / name
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def trusted_model() -> Iterator[None]:
+    """UltraRAG's example file sets ``trust_remote_code: true``, which the index records; an index chooses no code, so
+    every entry point needs the user's permission. The environment variable is the one way that reaches all seven
+    (``hayhooks run`` takes no flag of ours); the flags are tested in tests/needle_retrieval/index."""
+    model = yaml.safe_load((DATA / "ultrarag_parameter.yaml").read_text(encoding="utf-8"))["model_name_or_path"]
+    before = os.environ.get(MODELS_VARIABLE)
+    os.environ[MODELS_VARIABLE] = model
+    yield
+    if before is None:
+        os.environ.pop(MODELS_VARIABLE)
+    else:
+        os.environ[MODELS_VARIABLE] = before
 
 
 @pytest.fixture(scope="module")

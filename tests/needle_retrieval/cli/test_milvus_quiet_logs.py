@@ -62,7 +62,8 @@ def test_needle_index_and_search_on_milvus_lite_server_print_no_noise(
     assert built.returncode == 0, built.stderr
     assert noise_in(built.stderr) == []
     for mode in ("dense", "bm25", "rrf"):
-        found = needle("search", str(out), "read and write zip archives", "--mode", mode, "--json")
+        query = ("read and write zip archives", "--mode", mode, "--json", "--allow-server", milvus_server.uri)
+        found = needle("search", str(out), *query)
         assert found.returncode == 0, found.stderr
         assert noise_in(found.stderr) == []
         assert any(hit["id"].startswith("zipfile") for hit in json.loads(found.stdout)[0][:3])

@@ -156,6 +156,7 @@ def test_the_package_names_its_python_entry_points() -> None:
         "IndexManifest",
         "NeedleError",
         "Searcher",
+        "Trust",
         "build_index",
     ]
     assert needle_retrieval.FusionSetting is FusionSetting

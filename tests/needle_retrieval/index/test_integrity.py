@@ -29,7 +29,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from components.stores.bm25.document_store import BM25DocumentStore
 from components.stores.faiss.document_store import FAISSDocumentStore
 from needle_retrieval.cli import main
-from tests.support.integrity import live, reseal
+from tests.support.integrity import edit_manifest, live, reseal
 from tests.support.paths import SAMPLE
 
 NEEDLE = str(Path(sys.executable).with_name("needle"))
@@ -181,10 +181,8 @@ def test_a_store_generation_or_file_replaced_by_a_link_is_refused(
 
 
 def edit_json(path: Path, change: Callable[[dict], None]) -> None:
-    """Edit a manifest by hand."""
-    data = json.loads(path.read_text())
-    change(data)
-    path.write_text(json.dumps(data))
+    """Edit a manifest and seal it again, as a tamperer would (an unsealed edit is refused before: test_seal.py)."""
+    edit_manifest(path, change)
 
 
 def tombstones_reshaped(index: Path) -> Path:
@@ -230,6 +228,47 @@ def test_hand_edited_manifests_are_refused_naming_the_file(
     err = one_line_error(capsys, ["search", str(index), QUERY, "--json"])
     assert str(manifest) in err
     assert "rebuild" in err
+
+
+def test_a_manifest_field_changed_by_hand_is_refused_by_its_seal(
+    built: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The index manifest's own fields (the model, the backend) are covered by no file digest: its seal covers them."""
+    index = copy_of(built, "other", tmp_path)
+    manifest_file = live(index) / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest_file.write_text(json.dumps({**manifest, "bm25_lang": "zh"}))
+    err = one_line_error(capsys, ["search", str(index), QUERY, "--json"])
+    assert f"{manifest_file}: changed after it was written" in err
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: m.update(model=""), "a dense part needs a model name"),
+        (lambda m: m.update(model="  "), "a dense part needs a model name"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("9" * 4_301, "corrupted JSON"),
+    ],
+    ids=["empty-model", "blank-model", "nested-100000-deep", "4301-digit-number"],
+)
+def test_a_resealed_manifest_with_values_no_build_writes_is_one_line(
+    built: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    change: Callable[[dict], None] | str,
+    message: str,
+) -> None:
+    """Before: an AttributeError from sentence-transformers (model ""), a RecursionError (deep JSON), a ValueError
+    (Python's 4,300-digit limit). A value Python's parser cannot read back is written as text, unsealed."""
+    index = copy_of(built, "hybrid", tmp_path)
+    manifest_file = live(index) / "manifest.json"
+    if isinstance(change, str):
+        manifest_file.write_text(manifest_file.read_text()[:-1] + f', "x": {change}}}')
+    else:
+        edit_json(manifest_file, change)
+    err = one_line_error(capsys, ["search", str(index), QUERY, "--json"])
+    assert message in err
 
 
 def test_changed_embeddings_are_not_reused_by_a_rebuild(built: dict[str, Path], tmp_path: Path) -> None:

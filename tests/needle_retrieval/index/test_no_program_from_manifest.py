@@ -23,6 +23,7 @@ from needle_retrieval.cli import main
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.embedders import set_document_embedder, set_query_embedder
+from tests.support.integrity import edit_manifest, live
 from tests.support.paths import SAMPLE
 
 NEEDLE = str(Path(sys.executable).with_name("needle"))
@@ -63,10 +64,8 @@ def planted(dense_index: Path, tmp_path: Path) -> tuple[Path, Path]:
 
     index = Path(shutil.copytree(dense_index, tmp_path / "index"))
     marker = tmp_path / "payload-ran"
-    manifest_file = index / (index / "CURRENT").read_text().strip() / "manifest.json"
-    manifest = json.loads(manifest_file.read_text())
-    manifest["embedder"] = infinity_embedder(payload_venv(tmp_path, marker))
-    manifest_file.write_text(json.dumps(manifest))
+    embedder = infinity_embedder(payload_venv(tmp_path, marker))
+    edit_manifest(live(index) / "manifest.json", lambda manifest: manifest.update(embedder=embedder))
     return index, marker
 
 

@@ -111,7 +111,12 @@ def searched(where: Path, query: str, capsys: pytest.CaptureFixture[str], config
     """`needle search WHERE QUERY` over every image (WHERE an index: its own record; with CONFIG a parameter file,
     `needle search --config WHERE`): id -> score."""
     capsys.readouterr()
-    assert main(["search", *(["--config"] if config else []), str(where), query, "--json", "--top-k", str(IMAGES)]) == 0
+    # An index records the file's trust_remote_code; searched without the file, the user allows the model by name.
+    trust = [] if config else ["--trust-remote-code", str(IndexManifest.load(where).model)]
+    assert (
+        main(["search", *(["--config"] if config else []), str(where), query, "--json", "--top-k", str(IMAGES), *trust])
+        == 0
+    )
     return {hit["id"]: hit["score"] for hit in json.loads(capsys.readouterr().out)[0]}
 
 

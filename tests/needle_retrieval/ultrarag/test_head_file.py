@@ -21,6 +21,7 @@ from components.websearch import WebBatchSearch, WebSearch, WebSearchError
 from needle_retrieval.cli import main
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.manifest import IndexManifest
+from needle_retrieval.index.trust import config_trust
 from needle_retrieval.search.searcher import Searcher
 from needle_retrieval.ultrarag.config import load_config, search_target, web_search_component
 from needle_retrieval.ultrarag.websearch import EXA_CONTENTS
@@ -98,7 +99,7 @@ def test_the_head_file_indexes_and_searches_a_corpus_with_repeated_ids_as_it_is(
     assert hits[0]["id"] == "700245#3"  # line 3 repeats line 2's id: keyed by position, the id kept visible
     assert hits[0]["content"].startswith("Fresnel lens")
     assert len({hit["id"] for hit in hits}) == 5
-    searcher = Searcher(index, top_k=7)
+    searcher = Searcher(index, top_k=7, trust=config_trust(load_config(head).spec))  # the file's trust_remote_code
     docs = {doc.id: doc for doc in searcher.search(["rye and sourdough"])[0]}
     assert {"388012", "388012#5", "388012#7"} <= set(docs)
     assert docs["388012#7"].meta["corpus_id"] == "388012"
@@ -147,7 +148,7 @@ def test_milvus_lite_takes_the_files_field_names_and_search_params(
     assert manifest.store_settings is not None
     assert manifest.store_settings["search_params"] == {"metric_type": "IP", "params": {"level": 2}}
     assert json.loads(search(capsys, config, QUERY, "--json"))[0][0]["id"] == "700245#3"
-    searcher = Searcher(index)
+    searcher = Searcher(index, trust=config_trust(load_config(config).spec))
     store = searcher.pipeline.get_component("retriever").document_store  # type: ignore[attr-defined]
     assert store.settings.dense_search() == {"metric_type": "IP", "params": {"level": 2}}
     searcher.close()

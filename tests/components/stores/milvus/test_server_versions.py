@@ -124,6 +124,8 @@ def test_needle_index_without_bm25_builds_on_an_old_server_and_answers(
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert "[ERROR]" not in done.stderr
-    found = needle("search", str(out), "command-line parsing", "--json", "--top-k", "3")
+    found = needle(
+        "search", str(out), "command-line parsing", "--json", "--top-k", "3", "--allow-server", old_milvus.uri
+    )
     assert found.returncode == 0, found.stderr
     assert any(hit["id"].startswith("argparse") for hit in json.loads(found.stdout)[0])
