@@ -1,6 +1,5 @@
 """Opening a pipeline file or a saved index never runs code named in it; tampered manifests are refused by field."""
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25.document_store import BM25DocumentStore
 from components.stores.faiss.document_store import FAISSDocumentStore
+from tests.support.integrity import edit_manifest, live
 from tests.support.stores import doc
 
 PIPELINE = """
@@ -27,16 +27,15 @@ connections: []
 """
 
 
-def _live_manifest(path: Path) -> Path:
-    return path / (path / "CURRENT").read_text().strip() / "manifest.json"
-
-
 def _edit(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    """Change the live manifest of a saved store the way an attacker with write access to the files would."""
-    manifest_file = _live_manifest(path)
-    manifest = json.loads(manifest_file.read_text())
-    change(manifest)
-    manifest_file.write_text(json.dumps(manifest))
+    """Change the live manifest of a saved store the way an attacker with write access to the files would: its seal
+    recomputed, so what refuses the change is the store's own check of the field. CHANGE edits in place (whatever it
+    returns, such as a popped value, is not a replacement manifest)."""
+
+    def in_place(manifest: dict[str, Any]) -> None:
+        change(manifest)
+
+    edit_manifest(live(path) / "manifest.json", in_place)
 
 
 @pytest.mark.parametrize("tokenizer", ["os:system", "subprocess:getoutput"])

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from needle_retrieval.cli import main
+from tests.support.integrity import edit_manifest
 from tests.support.paths import SAMPLE
 
 
@@ -125,10 +126,7 @@ def test_index_of_another_dimension_is_refused(
 ) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(sample_index, copy)
-    path = live_generation(copy) / "manifest.json"
-    manifest = json.loads(path.read_text())
-    manifest["dim"] = 768
-    path.write_text(json.dumps(manifest))
+    edit_manifest(live_generation(copy) / "manifest.json", lambda manifest: manifest.update(dim=768))
     assert main(["search", str(copy), "q", "--mode", "dense"]) == 2
     assert "768-dimensional" in capsys.readouterr().err
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from components.stores.crash_safe_generations import SEAL
 from needle_retrieval.cli import main
 from needle_retrieval.defaults import QUERY_BATCH
 from needle_retrieval.errors import NeedleError
@@ -22,6 +23,7 @@ from needle_retrieval.eval.timing import latency_sample, time_searches
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.search.searcher import Searcher
 from tests.support.beir import write_sample_corpus
+from tests.support.integrity import edit_manifest
 
 QUERIES = {"q1": ("read and write ZIP archive files", "zipfile-0"), "q2": ("gzip compressed files", "gzip-0")}
 
@@ -100,10 +102,8 @@ def test_a_new_manifest_records_the_corpus_hash_and_an_old_one_loads_but_is_not_
     index, corpus = tmp_path / "ix", dataset / "corpus.jsonl"
     assert main(["index", str(corpus), "--out", str(index), "--bm25", "--no-dense"]) == 0
     path = index / live(index) / "manifest.json"
-    recorded = json.loads(path.read_text())
-    assert recorded["corpus_sha256"] == sha256(corpus)
-    del recorded["corpus_sha256"]  # as needle wrote manifests before the hash
-    path.write_text(json.dumps(recorded))
+    assert json.loads(path.read_text())["corpus_sha256"] == sha256(corpus)
+    edit_manifest(path, lambda recorded: {k: v for k, v in recorded.items() if k != "corpus_sha256"})  # sealed
     assert IndexManifest.load(index).corpus_sha256 is None
     old = live(index)
     assert evaluate(dataset, index, tmp_path / "r.json")["index_reused"] is False
@@ -111,11 +111,23 @@ def test_a_new_manifest_records_the_corpus_hash_and_an_old_one_loads_but_is_not_
     assert IndexManifest.load(index).corpus_sha256 == sha256(corpus)
 
 
-def test_a_malformed_corpus_hash_is_refused_and_eval_rebuilds(dataset: Path, tmp_path: Path) -> None:
+def test_a_manifest_from_before_seals_is_refused_and_eval_rebuilds(dataset: Path, tmp_path: Path) -> None:
+    """A manifest as needle wrote it before seals and corpus hashes (neither field) is not trusted: eval rebuilds."""
     index = tmp_path / "ix"
     evaluate(dataset, index, tmp_path / "first.json")
     path = index / live(index) / "manifest.json"
-    path.write_text(json.dumps(json.loads(path.read_text()) | {"corpus_sha256": "ABC"}))
+    recorded = json.loads(path.read_text())
+    path.write_text(json.dumps({k: v for k, v in recorded.items() if k not in (SEAL, "corpus_sha256")}))
+    with pytest.raises(NeedleError, match=r"manifest\.json: carries no seal of its fields"):
+        IndexManifest.load(index)
+    assert evaluate(dataset, index, tmp_path / "second.json")["index_reused"] is False
+    assert IndexManifest.load(index).corpus_sha256 == sha256(dataset / "corpus.jsonl")
+
+
+def test_a_malformed_corpus_hash_is_refused_and_eval_rebuilds(dataset: Path, tmp_path: Path) -> None:
+    index = tmp_path / "ix"
+    evaluate(dataset, index, tmp_path / "first.json")
+    edit_manifest(index / live(index) / "manifest.json", lambda manifest: manifest | {"corpus_sha256": "ABC"})
     with pytest.raises(NeedleError, match=r"corpus_sha256 must be 64 lowercase hex digits, got 'ABC'"):
         IndexManifest.load(index)
     assert evaluate(dataset, index, tmp_path / "second.json")["index_reused"] is False

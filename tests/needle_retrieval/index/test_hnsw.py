@@ -14,6 +14,7 @@ from components.stores import FAISSDocumentStore
 from needle_retrieval.cli import main
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.templates import fill_search_pipeline
+from tests.support.integrity import edit_manifest
 from tests.support.paths import SAMPLE
 
 HNSW_FLAGS = ["--index-type", "hnsw", "--hnsw-m", "16", "--ef-construction", "40", "--ef-search", "48"]
@@ -163,10 +164,7 @@ def test_a_tampered_index_type_in_the_manifest_is_named(
 ) -> None:
     copy = tmp_path / "index"
     shutil.copytree(indexes[1], copy)
-    manifest = live(copy) / "manifest.json"
-    recorded = json.loads(manifest.read_text())
-    recorded["dense_index"]["hnsw_m"] = 0
-    manifest.write_text(json.dumps(recorded))
+    edit_manifest(live(copy) / "manifest.json", lambda recorded: recorded["dense_index"].update(hnsw_m=0))  # resealed
     assert main(["search", str(copy), "q"]) == 2
     err = capsys.readouterr().err
     assert "corrupted index manifest" in err

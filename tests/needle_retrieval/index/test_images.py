@@ -33,6 +33,7 @@ from needle_retrieval.index.images import INDEX_TEMPLATE, check_multimodal_optio
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.progress import INTERVAL_VARIABLE
 from tests.support.clip import PAIRS, build_clip, pair_accuracy, toy_image, train_clip
+from tests.support.integrity import edit_manifest
 
 
 @pytest.fixture(scope="session")
@@ -233,10 +234,7 @@ def test_tampered_multimodal_field_is_one_line(
 ) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(image_index, copy)
-    path = live_generation(copy) / "manifest.json"
-    manifest = json.loads(path.read_text())
-    manifest["multimodal"] = value
-    path.write_text(json.dumps(manifest))
+    edit_manifest(live_generation(copy) / "manifest.json", lambda manifest: manifest.update(multimodal=value))
     capsys.readouterr()
     assert main(["search", str(copy), "red square"]) == 2
     err = capsys.readouterr().err

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from needle_retrieval.cli import main
+from tests.support.integrity import edit_manifest
 from tests.support.paths import SAMPLE
 
 NEEDLE = str(Path(sys.executable).with_name("needle"))
@@ -225,8 +226,7 @@ def test_a_broken_index_is_a_one_line_error_never_an_empty_answer(
 def test_a_tampered_manifest_is_refused(
     bm25_index: Path, capsys: pytest.CaptureFixture, field: str, value: object, message: str
 ) -> None:
-    path = generation(bm25_index) / "manifest.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), field: value}))
+    edit_manifest(generation(bm25_index) / "manifest.json", lambda manifest: manifest.update({field: value}))
     assert message in one_line_error(capsys, ["search", str(bm25_index), "thread", "--mode", "bm25"])
 
 

@@ -19,6 +19,7 @@ import pytest
 
 import needle_retrieval.index.build
 from needle_retrieval.cli import main
+from tests.support.integrity import edit_manifest
 from tests.support.paths import REPO, SAMPLE
 from tests.support.serve import free_port, server_env, started
 
@@ -159,8 +160,7 @@ def test_a_tampered_manifest_is_refused_naming_the_field(
 ) -> None:
     index = tmp_path / "index"
     shutil.copytree(lite_index, index)
-    path = live_generation(index) / "manifest.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), field: value}))
+    edit_manifest(live_generation(index) / "manifest.json", lambda manifest: manifest.update({field: value}))
     message = one_line_error(capsys, ["search", str(index), QUERY])
     assert f"corrupted index manifest in {live_generation(index)}: {expected}" in message
 
@@ -251,15 +251,18 @@ def test_a_server_index_builds_a_collection_per_generation_and_moves_the_alias(
     shutil.copytree(lite_index, index)  # a Lite index moved to a server: its embeddings are carried over
     command = ["index", str(SAMPLE), "--out", str(index), "--store", "milvus", "--uri", milvus_server]
     command += ["--collection", "docs", "--bm25"]
+    allowed = ("--allow-server", milvus_server)  # a search of a server index names the server it may contact
     expected = search_json(capsys, lite_index, QUERY, "--mode", "dense")
 
     assert main(command) == 0
     manifest = manifest_of(index)
     assert (manifest["uri"], manifest["collection"]) == (milvus_server, "docs_gen000002")
     assert server_state(milvus_server) == ("docs_gen000002", ["docs_gen000002"])
-    assert search_json(capsys, index, QUERY, "--mode", "dense") == expected
+    assert search_json(capsys, index, QUERY, "--mode", "dense", *allowed) == expected
     for mode in MODES:
-        assert any(hit["id"].startswith(ANSWERS) for hit in search_json(capsys, index, QUERY, "--mode", mode)[0][:3])
+        assert any(
+            hit["id"].startswith(ANSWERS) for hit in search_json(capsys, index, QUERY, "--mode", mode, *allowed)[0][:3]
+        )
 
     assert main(command) == 0
     assert server_state(milvus_server) == ("docs_gen000003", ["docs_gen000002", "docs_gen000003"])
@@ -272,13 +275,13 @@ def test_a_server_index_builds_a_collection_per_generation_and_moves_the_alias(
     message = one_line_error(capsys, command)
     assert "live index is unchanged" in message
     assert server_state(milvus_server) == ("docs_gen000003", ["docs_gen000002", "docs_gen000003"])
-    assert search_json(capsys, index, QUERY, "--mode", "dense") == expected
+    assert search_json(capsys, index, QUERY, "--mode", "dense", *allowed) == expected
     monkeypatch.undo()
 
     assert main(command) == 0
     assert manifest_of(index)["collection"] == "docs_gen000004"
     assert server_state(milvus_server) == ("docs_gen000004", ["docs_gen000003", "docs_gen000004"])
-    assert search_json(capsys, index, QUERY, "--mode", "dense") == expected
+    assert search_json(capsys, index, QUERY, "--mode", "dense", *allowed) == expected
 
     # Back to Milvus Lite: the server collection of the generation this switch removes is dropped too.
     assert main(["index", str(SAMPLE), "--out", str(index), "--store", "milvus", "--bm25"]) == 0
