@@ -243,7 +243,7 @@ def served_openapi() -> dict[str, Any]:
     The build's progress lines are kept out of the mkdocs output."""
     from needle_retrieval import build_index
     from needle_retrieval.defaults import DEFAULT_MODEL
-    from needle_retrieval.serve.rerank import RerankService, rerank_route
+    from needle_retrieval.serve.rerank import DEFAULT_MAX_BATCH, RerankService, rerank_route
     from needle_retrieval.serve.server import LOOPBACK_NAMES, search_app
 
     with tempfile.TemporaryDirectory(prefix="needle-docs-") as tmp, contextlib.redirect_stderr(io.StringIO()):
@@ -251,7 +251,7 @@ def served_openapi() -> dict[str, Any]:
         corpus.write_text(json.dumps({"id": "1", "contents": "a needle in a haystack"}) + "\n", encoding="utf-8")
         build_index(corpus, Path(tmp, "index"), model=DEFAULT_MODEL, overwrite=False, dense=False, bm25=True)
         app, _, _ = search_app(Path(tmp, "index"), LOOPBACK_NAMES[0], [], None, None, False)
-        rerank_route(app, cast(RerankService, SimpleNamespace(info=None)))
+        rerank_route(app, cast(RerankService, SimpleNamespace(info=None, max_batch=DEFAULT_MAX_BATCH)))
         return app.openapi()
 
 

@@ -198,7 +198,11 @@ def parser() -> argparse.ArgumentParser:
     )
 
     sv = sub.add_parser(
-        "serve", help="serve an index's search pipelines over HTTP with Hayhooks (query endpoints only)"
+        "serve",
+        help="serve an index's search pipelines over HTTP with Hayhooks (query endpoints only)",
+        description="Serve an index's search pipelines over HTTP (query endpoints only). A request line and headers "
+        "may take at most 64 KiB (431 beyond); /mcp takes POST only (GET: 405); requests of up to 8 queries run in a "
+        "lane of their own, so a heavy /search batch cannot keep them waiting.",
     )
     sv.add_argument("index_dir", help="directory made by `needle index`")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")

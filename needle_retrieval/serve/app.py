@@ -24,6 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from hayhooks.server.logger import log
 from hayhooks.server.routers import status_router
 from mcp.server.mcpserver import MCPServer
@@ -34,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from components.checks import MAX_QUERY_CHARS
 from needle_retrieval.pipelines.runner import SearchRunner
+from needle_retrieval.serve.answers import BODY_ERRORS, error_responses
 from needle_retrieval.serve.mcp import http_routes, with_mcp_lifespan
 from needle_retrieval.serve.pipelines import ServedPipelines, one_line
 from needle_retrieval.serve.rerank import RerankService, rerank_route
@@ -74,7 +76,7 @@ def run_route(app: FastAPI, name: str, runner: SearchRunner) -> None:
         response_model=SearchResponse,
         tags=["pipelines"],
         summary=f"Search with the {name} pipeline",
-        responses={413: {"description": "body or query too large"}, 422: {"description": "bad input"}},
+        responses=error_responses(BODY_ERRORS),
     )
 
 
@@ -133,6 +135,26 @@ async def unexpected_error(request: Request, error: Exception) -> AsciiJSONRespo
     return AsciiJSONResponse({"detail": INTERNAL_ERROR}, 500)
 
 
+def status_routes(app: FastAPI) -> None:
+    """Hayhooks' ``GET /status`` and ``GET /status/{pipeline_name}``, the latter declaring the 404 it answers for a
+    name not served (Hayhooks' router declares none)."""
+    for route in status_router.routes:
+        assert isinstance(route, APIRoute)
+        unknown = error_responses({404: "no pipeline of that name is served"}) if "{" in route.path else {}
+        app.add_api_route(
+            route.path,
+            route.endpoint,
+            methods=sorted(route.methods or ()),
+            response_model=route.response_model,
+            responses={**route.responses, **unknown},
+            tags=list(route.tags),
+            summary=route.summary,
+            description=route.description,
+            operation_id=route.operation_id,
+            name=route.name,
+        )
+
+
 Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
 
 
@@ -183,7 +205,7 @@ def create_search_app(
     app.state.durable_health = None
     app.state.durable_store = "memory"
     app.state.monitoring_enabled = False
-    app.include_router(status_router)
+    status_routes(app)
     for name, runner in served.runners.items():
         run_route(app, name, runner)
     app.router.routes.extend(mcp_routes)

@@ -12,11 +12,15 @@ Served as plain YAML files, Hayhooks 2.1 would skip them unless ``HAYSTACK_DESER
 directory, make every declared input required (a ``top_k`` input could not be optional), answer every error with
 a 500, and write ``.yml`` copies into the index.
 
-Each wrapper reads its generation's YAML file, after checking the generation's own files against the sha256 its
-manifest records (an edited file fails the deployment, naming it), resolves the stores' relative paths
-against DIR, shares one store object per index part with the other wrappers of the process (the index is opened
-once, as `needle serve` does), warms up and answers a probe query at start-up (a broken part fails the deployment,
-not the first user's query). ``POST /<mode>_search/run`` takes ``{"query": ..., "top_k"?: ...}`` and answers
+Each wrapper checks the generation's manifest and own files against their seal and the sha256 they record (an edited
+file is named), builds the pipeline its YAML file holds the way `needle serve` builds it, from the manifest's
+checked fields with the stores under DIR (the file is what a user reads or loads; a file's component types and
+parameters are whoever wrote it's choice, so it is not what runs), refuses what the index may not choose on its own
+(model code, a server, a key variable: allowed only by the ``NEEDLE_*`` variables, ``needle_retrieval.index.trust``),
+shares one store object per index part with the other wrappers of the process (the index is opened once, as
+`needle serve` does), warms up and answers a probe query at start-up. Any failure ends `hayhooks run` with exit
+status 1 and one line naming the pipeline and the cause, rather than a server missing a pipeline.
+``POST /<mode>_search/run`` takes ``{"query": ..., "top_k"?: ...}`` and answers
 Hayhooks' ``{"result": {component: {"documents": [...]}}}``, fed and run as `needle serve` runs its pipelines
 (``needle_retrieval.pipelines.feed``, ``needle_retrieval.pipelines.runner``): ``top_k`` (1 to 10,000) goes to the
 answering component and the candidate generators before it keep at least their own count, the query embedder keeps the
@@ -24,22 +28,25 @@ instruction the index recorded; a blank, empty or invalid-Unicode query or a bad
 query over 1 MiB characters a 413.
 """
 
+import os
+import sys
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
-import yaml
 from hayhooks.server.utils.base_pipeline_wrapper import BasePipelineWrapper
 from hayhooks.settings import settings
 from haystack import Pipeline
 from pydantic import Field
 
 from components.checks import MAX_TOP_K
-from needle_retrieval.defaults import HAYHOOKS_DIR
-from needle_retrieval.index.generations import LAYOUT, verify_own_files
+from needle_retrieval.defaults import HAYHOOKS_DIR, MODES
+from needle_retrieval.index.manifest import IndexManifest
+from needle_retrieval.index.templates import fill_search_pipeline
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.feed import SearchPlan
-from needle_retrieval.serve.pipelines import probed_runner
+from needle_retrieval.search.searcher import check_mode
+from needle_retrieval.serve.pipelines import one_line, probed_runner, root_cause
 from needle_retrieval.serve.run import check_request_query, run_search
 
 Query = Annotated[str, Field(strict=True)]
@@ -70,12 +77,26 @@ class SearchPipelineWrapper(BasePipelineWrapper):  # type: ignore[misc]  # hayho
     pipeline_file = ""  # the generation's <mode>_search.yaml this wrapper serves
 
     def setup(self) -> None:
-        """Build the generation's pipeline with its stores under DIR, warm it up and answer a probe query."""
+        """Build the generation's pipeline with its stores under DIR, warm it up and answer a probe query; if any of
+        that fails, say why in one line and end `hayhooks run` (exit status 1) rather than serve without it."""
+        try:
+            self._setup()
+        except Exception as error:
+            stop_hayhooks(f"{self.pipeline_file}: {one_line(root_cause(error))}")
+
+    def _setup(self) -> None:
+        """Build the pipeline from the generation's manifest as `needle serve` does, never from the YAML file:
+        whoever wrote the index chose the file's component types and parameters, while the manifest's fields are
+        checked one by one and what they may make a search use is the user's to allow (``NEEDLE_*`` variables,
+        ``needle_retrieval.index.trust``)."""
         generation = served_generation()
-        verify_own_files(generation, LAYOUT.read_manifest(generation))  # the YAML is data someone may have edited
-        path = generation / self.pipeline_file
-        data = pf.rebased(yaml.safe_load(path.read_text(encoding="utf-8")), generation.parent)
-        self.name = path.stem
+        manifest = IndexManifest.of_generation(generation)
+        self.name = Path(self.pipeline_file).stem
+        mode = self.name.removesuffix("_search")
+        if mode not in MODES:
+            raise ValueError(f"not a search pipeline of needle's (modes: {', '.join(MODES)})")
+        check_mode(manifest, mode, generation.parent)
+        data = fill_search_pipeline(generation.parent, manifest, manifest.template(mode))
         pipeline = pf.build(data)
         with _SETUP:
             self.runner = probed_runner(pipeline, SearchPlan.of(data), _STORES)
@@ -90,3 +111,11 @@ class SearchPipelineWrapper(BasePipelineWrapper):  # type: ignore[misc]  # hayho
         """
         check_request_query(query)
         return await run_search(self.name, self.runner, query, top_k)
+
+
+def stop_hayhooks(reason: str) -> NoReturn:
+    """End the `hayhooks run` process with exit status 1 after one line on stderr: Hayhooks would log the failed
+    pipeline and go on serving the others, and a server missing a pipeline it was started for looks healthy to
+    whoever probes ``/status``. It runs during Hayhooks' start-up deployment, so no request is cut short."""
+    print(f"needle: hayhooks cannot serve {reason}", file=sys.stderr, flush=True)
+    os._exit(1)

@@ -3,10 +3,13 @@ FastMCP of mcp 1.x, on which UltraRAG's retriever server is built) with the tool
 ``needle_retrieval.serve.mcp_tools`` and ``needle_retrieval.serve.mcp_web_tools``.
 
 ``needle serve`` mounts its streamable HTTP transport at ``POST /mcp`` on the same app (stateless, JSON answers):
-query tools only. The SDK checks the protocol version header, JSON-RPC framing and, on a loopback bind, the
-``Host`` and ``Origin`` headers (DNS rebinding); on any bind an ``Origin`` other than this server's own loopback
-names or a ``--cors-origin`` is refused with 403 before the SDK sees the request. ``needle mcp`` runs the same
-server on stdio, as an MCP host launches a local server (``needle_retrieval.serve.mcp_stdio``).
+query tools only. ``GET /mcp`` (and ``DELETE``) is a 405 naming POST, as the MCP spec lets a server that sends no
+messages of its own answer: a stateless server has no session to stream to, and the SDK's GET opened an event
+stream that never ended (each holding a connection and a descriptor until the client left). The SDK checks the
+protocol version header, JSON-RPC framing and, on a loopback bind, the ``Host`` and ``Origin`` headers (DNS
+rebinding); on any bind an ``Origin`` other than this server's own loopback names or a ``--cors-origin`` is refused
+with 403 before the SDK sees the request. ``needle mcp`` runs the same server on stdio, as an MCP host launches a
+local server (``needle_retrieval.serve.mcp_stdio``).
 """
 
 from collections.abc import AsyncIterator, Callable
@@ -47,7 +50,8 @@ def mcp_server(index: IndexTools, web: WebTools | None, served: ServedPipelines 
 
 
 def http_routes(server: MCPServer, loopback: bool, cors_origins: list[str]) -> tuple[list[Route], Any]:
-    """The ``/mcp`` route for the FastAPI app, and the lifespan that runs the SDK's session manager."""
+    """The ``POST /mcp`` route for the FastAPI app (other methods: 405), and the lifespan that runs the SDK's session
+    manager."""
     allowed = [*LOOPBACK_ORIGINS, *cors_origins] if loopback else list(cors_origins)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=loopback, allowed_hosts=LOOPBACK_HOSTS, allowed_origins=allowed
@@ -56,7 +60,7 @@ def http_routes(server: MCPServer, loopback: bool, cors_origins: list[str]) -> t
         streamable_http_path="/mcp", stateless_http=True, json_response=True, transport_security=security
     )
     routes = [
-        Route(route.path, OriginCheck(route.app, allowed), methods=route.methods)  # type: ignore[attr-defined]
+        Route(route.path, OriginCheck(route.app, allowed), methods=["POST"])  # type: ignore[attr-defined]
         for route in app.routes
     ]
     return routes, server.session_manager.run

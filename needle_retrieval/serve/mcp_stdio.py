@@ -25,6 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from needle_retrieval.errors import NeedleError
+from needle_retrieval.index.trust import Trust, config_trust
 from needle_retrieval.serve.mcp import mcp_server
 from needle_retrieval.serve.mcp_tools import IndexTools
 from needle_retrieval.serve.mcp_web_tools import WebTools
@@ -65,7 +66,8 @@ class ConfiguredIndex:
             where = self.index_dir(mode)
             if where not in self.served:
                 try:
-                    self.served[where] = await asyncio.to_thread(deploy_all, where)
+                    trust = Trust.from_environment().merged(config_trust(self.config.spec, self.config.target.uri))
+                    self.served[where] = await asyncio.to_thread(deploy_all, where, None, trust)
                 except Exception as error:
                     raise ToolError(f"{one_line(error)} (build it with retriever_index or bm25_index)") from None
             return self.served[where]

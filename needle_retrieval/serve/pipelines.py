@@ -29,6 +29,7 @@ from needle_retrieval.defaults import MODES
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.templates import fill_search_pipeline
+from needle_retrieval.index.trust import Trust
 from needle_retrieval.pipelines.feed import SearchPlan
 from needle_retrieval.pipelines.fusion import FusionSetting, index_fusion
 from needle_retrieval.pipelines.runner import SearchRunner
@@ -47,6 +48,7 @@ class ServedPipelines:
     manifest: IndexManifest
     stores: dict[str, Any]  # one document store per configuration, shared by every pipeline (share_stores)
     fusion: FusionSetting  # the fusion parameters every pipeline was built with
+    trust: Trust | None = None  # what the user allows the index to use (None: the NEEDLE_* variables)
 
     @property
     def plans(self) -> dict[str, SearchPlan]:
@@ -99,12 +101,18 @@ def probed_runner(pipeline: Pipeline, plan: SearchPlan, stores: dict[str, Any]) 
 
 
 def deploy(
-    index_dir: Path, manifest: IndexManifest, name: str, stores: dict[str, Any], fusion: FusionSetting
+    index_dir: Path,
+    manifest: IndexManifest,
+    name: str,
+    stores: dict[str, Any],
+    fusion: FusionSetting,
+    trust: Trust | None = None,
 ) -> tuple[PipelineRegistration, SearchRunner]:
-    """Build, warm up and probe the pipeline ``<name>_search``; any failure is a NeedleError naming it."""
+    """Build, warm up and probe the pipeline ``<name>_search``, using only what TRUST allows (None: the NEEDLE_*
+    variables, ``needle_retrieval.index.trust``); any failure is a NeedleError naming it."""
     pipeline_name = f"{name}_search"
     try:
-        data = fill_search_pipeline(index_dir, manifest, manifest.template(name), fusion=fusion)
+        data = fill_search_pipeline(index_dir, manifest, manifest.template(name), fusion=fusion, trust=trust)
         wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(data, sort_keys=False), description=pipeline_name)
         wrapper.setup()
         runner = probed_runner(wrapper.pipeline, SearchPlan.of(data), stores)
@@ -115,11 +123,12 @@ def deploy(
     return PipelineRegistration(pipeline_name, wrapper, metadata), runner
 
 
-def deploy_all(index_dir: Path, fusion: FusionSetting | None = None) -> ServedPipelines:
+def deploy_all(index_dir: Path, fusion: FusionSetting | None = None, trust: Trust | None = None) -> ServedPipelines:
     """Every servable search pipeline of INDEX_DIR, or a NeedleError: never a server with no pipeline.
 
     ``fusion``: the fusion parameters of every pipeline; None: the index's own (DIR/fusion.json or the defaults),
-    read once here, so that every pipeline of the server has the same.
+    read once here, so that every pipeline of the server has the same. ``trust``: what the index may use
+    (``needle_retrieval.index.trust``; None: what the NEEDLE_* variables allow).
     """
     manifest = IndexManifest.load(index_dir)
     modes = servable_modes(manifest)
@@ -127,7 +136,7 @@ def deploy_all(index_dir: Path, fusion: FusionSetting | None = None) -> ServedPi
         raise NeedleError(f"index {index_dir} has no searchable part (modes: {manifest.modes or 'none'})")
     setting = index_fusion(Path(index_dir)) if fusion is None else fusion
     stores: dict[str, Any] = {}
-    deployed = [deploy(index_dir, manifest, mode, stores, setting) for mode in modes]
+    deployed = [deploy(index_dir, manifest, mode, stores, setting, trust) for mode in modes]
     registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
     runners = {registration.name: runner for registration, runner in deployed}
-    return ServedPipelines(registry, runners, Path(index_dir), manifest, stores, setting)
+    return ServedPipelines(registry, runners, Path(index_dir), manifest, stores, setting, trust)

@@ -36,14 +36,15 @@ import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from hayhooks.server.logger import log
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from transformers import AutoConfig, AutoTokenizer
 
 from components.checks import check_int, check_query
 from components.rankers.local_cross_encoder_ranker import LocalCrossEncoderRanker
-from components.rankers.reranker_base import TEXTS_MAX_COUNT, Scores, check_texts
+from components.rankers.reranker_base import TEXT_MAX_CHARS, TEXTS_MAX_COUNT, Scores, check_texts
 from needle_retrieval.errors import NeedleError
+from needle_retrieval.serve.answers import QUERY_SCHEMA, ErrorAnswer
 from needle_retrieval.serve.pipelines import one_line, root_cause
 from needle_retrieval.serve.run import validation_message
 
@@ -52,19 +53,38 @@ SCORING_BATCH = 32  # pairs per forward pass
 TEI_VERSION = "1.8.3"  # the TEI release whose HTTP answers these routes follow (statuses, auto_truncate default)
 MODEL_DTYPE = "float32"  # the ranker is loaded with use_fp16=False
 MAX_CONCURRENT_REQUESTS = 512  # TEI's default; requests over it queue here instead of getting 429
+TEXT_SCHEMA = {"minLength": 1, "maxLength": TEXT_MAX_CHARS}
 TruncationDirection = Literal["left", "right", "Left", "Right"]  # TEI's enum and its lower-case aliases
 
 
 class TEIRerankRequest(BaseModel):
-    """TEI's rerank body; like TEI, unknown fields are ignored and ``truncate`` alone may be null."""
+    """TEI's rerank body; like TEI, unknown fields are ignored and ``truncate`` alone may be null.
+
+    The schema says what ``RerankService.check`` enforces (a query as ``/search`` takes it, 1 or more texts of 1 to
+    1 MiB characters); the number of texts a request may hold is added per server (``request_schema``)."""
 
     model_config = ConfigDict(strict=True)
-    query: str
-    texts: list[str]
+    query: str = Field(json_schema_extra=QUERY_SCHEMA)
+    texts: list[str] = Field(json_schema_extra={"minItems": 1, "items": {"type": "string", **TEXT_SCHEMA}})
     truncate: bool | None = None
     truncation_direction: TruncationDirection = "right"
     raw_scores: bool = False
     return_text: bool = False
+
+
+class TEIRank(BaseModel):
+    """One entry of TEI's rerank answer: the text's position in the request, its score, and its text if asked."""
+
+    index: int
+    score: float
+    text: str | None = Field(default=None, description="with return_text only")
+
+
+class TEIErrorAnswer(BaseModel):
+    """TEI's error shape."""
+
+    error: str
+    error_type: str
 
 
 class TEIClassifierModel(BaseModel):
@@ -225,7 +245,22 @@ async def parse(request: Request) -> TEIRerankRequest:
         raise TEIError(422, f"Failed to parse the request body as JSON: {one_line(error)}", "validation") from error
 
 
-REQUEST_SCHEMA = TEIRerankRequest.model_json_schema()
+def request_schema(max_batch: int) -> dict[str, Any]:
+    """The JSON schema of a ``/rerank`` body on a server that takes at most MAX_BATCH texts a request."""
+    schema = TEIRerankRequest.model_json_schema()
+    schema["properties"]["texts"]["maxItems"] = max_batch
+    return schema
+
+
+RERANK_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": TEIErrorAnswer, "description": "no texts"},
+    413: {
+        "model": TEIErrorAnswer | ErrorAnswer,
+        "description": "more texts than the batch limit, a pair over the token limit, or a body over the size limit",
+    },
+    422: {"model": TEIErrorAnswer, "description": "the body is not JSON or does not fit the schema, or a bad text"},
+    424: {"model": TEIErrorAnswer, "description": "the model failed (the server log has the details)"},
+}
 
 
 def rerank_route(app: FastAPI, service: RerankService) -> None:
@@ -251,8 +286,14 @@ def rerank_route(app: FastAPI, service: RerankService) -> None:
         operation_id="rerank",
         tags=["rerank"],
         summary="Rerank texts against a query (TEI's /rerank)",
-        openapi_extra={"requestBody": {"content": {"application/json": {"schema": REQUEST_SCHEMA}}}},
-        responses={400: {"description": "no texts"}, 413: {"description": "too many texts or tokens"}},
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": request_schema(service.max_batch)}},
+            }
+        },
+        response_model=list[TEIRank],
+        responses=RERANK_ERRORS,
     )
     info_routes(app, service.info)
 

@@ -5,9 +5,13 @@ Bad input becomes a 4xx ``HTTPException`` with the component's own message; anyt
 says only that the log has the details (the traceback goes to the log, never into the answer, unless
 ``NEEDLE_DEBUG`` is set, which adds the one-line cause).
 
-Pipelines run off the event loop, in a pool of ``SEARCH_THREADS`` threads (``SearchRunner.run``, so no part of a
-search runs on the loop); more searches wait their turn there.
-A batch of 10,000 queries thus keeps one thread busy while ``/status`` and other clients are answered at once.
+Pipelines run off the event loop (``SearchRunner.run``, so no part of a search runs on the loop), in two pools of
+threads, so that a heavy batch cannot keep a one-query request waiting: a request of at most ``QUICK_QUERIES``
+queries runs in a lane of its own (``QUICK_POOL``), any larger one in ``SEARCH_POOL``, ``QUERY_BATCH`` queries per
+pipeline run as `needle search --queries` runs them (``search_batch``), each run a job of the pool that waits its
+turn behind the jobs queued before it. Four clients sending 500-query batches kept a one-query request waiting 12 s
+for a thread of a single pool; now it waits for a thread of its own lane, and a batch request for at most one run of
+each other batch (``benchmarks/bench_fair_serve.py``). ``/status`` and other routes are answered at once meanwhile.
 One request holds at most ``MAX_QUERIES`` queries and asks for at most ``MAX_PASSAGES`` passages (queries x
 ``top_k``); past either it is a 413 (``check_batch_size``).
 """
@@ -15,33 +19,41 @@ One request holds at most ``MAX_QUERIES`` queries and asks for at most ``MAX_PAS
 import asyncio
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from fastapi import HTTPException
 from hayhooks.server.logger import log
+from haystack import Document
 from haystack.errors import FilterError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K, check_query
+from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, check_query
+from needle_retrieval.defaults import QUERY_BATCH
 from needle_retrieval.pipelines.runner import Outputs, SearchRunner
+from needle_retrieval.serve.answers import QUERY_SCHEMA, TopK
 from needle_retrieval.serve.pipelines import one_line, root_cause
 
 INTERNAL_ERROR = "internal error while answering the query; the server log has the details"
 CLIENT_ERRORS = (ValueError, FilterError)  # what components raise for bad input
-SEARCH_THREADS = 4  # pipelines running at once; the stores' own locks and the CPU count bound more than this would
+SEARCH_THREADS = 4  # batch runs at once; the stores' own locks and the CPU count bound more than this would
+QUICK_THREADS = 2  # requests of a handful of queries at once, beside the batches
+QUICK_QUERIES = 8  # a request of at most this many queries runs in the quick lane
 T = TypeVar("T")
 # Threads start on first use; a thread that finished its search waits for the next one (idle threads cost nothing).
 SEARCH_POOL = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="needle-search")
+QUICK_POOL = ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="needle-quick")
 
 
 class SearchRequest(BaseModel):
     """One query; unknown fields and loose types are refused rather than ignored or coerced."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    query: str = Field(description=f"the query: 1 to {MAX_QUERY_CHARS:,} characters, not all blank")
-    top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K, description="hits to return (default: the index's)")
+    query: str = Field(
+        description=f"the query: 1 to {MAX_QUERY_CHARS:,} characters, not all blank", json_schema_extra=QUERY_SCHEMA
+    )
+    top_k: TopK | None = Field(default=None, description="hits to return (default: the index's)")
 
 
 def validation_message(error: ValidationError) -> str:
@@ -83,17 +95,42 @@ def check_request_query(query: str, name: str = "query") -> None:
         raise HTTPException(422, one_line(error)) from error
 
 
+def lane(count: int) -> ThreadPoolExecutor:
+    """The pool a request of COUNT queries runs in: the quick lane for a handful, else the batch pool."""
+    return QUICK_POOL if count <= QUICK_QUERIES else SEARCH_POOL
+
+
 async def run_search(
-    name: str, runner: SearchRunner, query: str | list[str], top_k: int | None, instruction: str | None = None
+    name: str, runner: SearchRunner, query: str, top_k: int | None, instruction: str | None = None
 ) -> Outputs:
-    """Run the pipeline of RUNNER on one query (or a batch pipeline on a list) in the search pool, fed by
-    ``SearchPlan.feed`` (``instruction``: None keeps the index's); errors as above."""
+    """Run the pipeline of RUNNER on one query in the quick lane, fed by ``SearchPlan.feed`` (``instruction``: None
+    keeps the index's); errors as above."""
+    return await guarded(name, off_loop(lane(1), runner.run, query, top_k, instruction))
+
+
+async def search_batch(
+    name: str, runner: SearchRunner, queries: list[str], top_k: int, instruction: str | None = None
+) -> list[list[Document]]:
+    """Top-k documents per query, in query order, from RUNNER's batch pipeline: ``QUERY_BATCH`` queries per run, as
+    `needle search --queries` runs them, each run a job of its own in the lane's pool, queued behind the jobs of
+    other requests that were waiting (so a batch of 10,000 takes turns with the others, run by run)."""
+    pool = lane(len(queries))
+    hits: list[list[Document]] = []
+    for start in range(0, len(queries), QUERY_BATCH):
+        chunk = queries[start : start + QUERY_BATCH]
+        found = await guarded(name, off_loop(pool, runner.documents, chunk, top_k, instruction))
+        hits += cast(list[list[Document]], found)  # a batch pipeline's documents: one list per query
+    return hits
+
+
+async def guarded(name: str, search: Awaitable[T]) -> T:
+    """SEARCH's result; its errors as ``pipeline_error`` maps them (a 4xx for bad input, else a 500)."""
     try:
-        return await off_loop(runner.run, query, top_k, instruction)
+        return await search
     except Exception as error:
         raise pipeline_error(name, error) from error
 
 
-async def off_loop(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``work(*args, **kwargs)`` in the search pool, awaited without holding the event loop."""
-    return await asyncio.get_running_loop().run_in_executor(SEARCH_POOL, functools.partial(work, *args, **kwargs))
+async def off_loop(pool: ThreadPoolExecutor, work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)`` in POOL, awaited without holding the event loop."""
+    return await asyncio.get_running_loop().run_in_executor(pool, functools.partial(work, *args))

@@ -20,6 +20,7 @@ from needle_retrieval.errors import NeedleError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from needle_retrieval.index.trust import Trust
     from needle_retrieval.pipelines.fusion import FusionSetting
 
 # Hayhooks saves deployed YAML under settings.pipelines_dir; no route here deploys, and should anything try, this
@@ -40,12 +41,14 @@ def serve(
     reranker_max_batch: int | None = None,
     deploy_search: bool = False,
     fusion: "FusionSetting | None" = None,
+    trust: "Trust | None" = None,
 ) -> None:
     """Take HOST:PORT, deploy every search pipeline INDEX_DIR supports (REST, MCP and UltraRAG's /search), and
     TEI's /rerank over the cross-encoder directory RERANKER when given (at most RERANKER_MAX_BATCH texts a
     request; None: TEI's default); then answer queries until interrupted. MCP lists the web search tools for the
     providers whose key variable is set, and ``retriever_deploy_search`` with DEPLOY_SEARCH. Every pipeline
-    fuses with FUSION (``needle serve --fusion``; None: the index's own), which the start-up line names.
+    fuses with FUSION (``needle serve --fusion``; None: the index's own), which the start-up line names, and may
+    use what TRUST allows (``needle_retrieval.index.trust``; None: what the NEEDLE_* variables allow).
 
     Raises NeedleError (one line, exit 2 from the CLI) when the port is in use (before anything loads), the index
     is missing, any pipeline fails to deploy or the reranker fails to load.
@@ -53,7 +56,7 @@ def serve(
     sockets = listen(host, port)
     try:
         app, names, used = search_app(
-            index_dir, host, cors_origins, reranker, reranker_max_batch, deploy_search, fusion
+            index_dir, host, cors_origins, reranker, reranker_max_batch, deploy_search, fusion, trust
         )
         print(f"needle serve: {names} from {index_dir} on http://{host}:{port}; fusion {used.describe()}", flush=True)
         run(app, host, port, sockets)
@@ -120,6 +123,7 @@ def search_app(
     reranker_max_batch: int | None,
     deploy_search: bool,
     fusion: "FusionSetting | None" = None,
+    trust: "Trust | None" = None,
 ) -> tuple["FastAPI", str, "FusionSetting"]:
     """Deploy the pipelines and build the app (see ``serve``); returns it, the names of what it serves and the
     fusion setting its pipelines carry.
@@ -137,7 +141,7 @@ def search_app(
     from needle_retrieval.serve.ultrarag import deploy_ultrarag
 
     settings.pipelines_dir = NO_PIPELINES_DIR
-    served = deploy_all(index_dir, fusion)
+    served = deploy_all(index_dir, fusion, trust)
     ultrarag = deploy_ultrarag(served)
     max_batch = DEFAULT_MAX_BATCH if reranker_max_batch is None else reranker_max_batch
     rerank = RerankService(reranker, max_batch) if reranker else None
@@ -152,16 +156,24 @@ def search_app(
 def run(app: "FastAPI", host: str, port: int, sockets: list[socket.socket]) -> None:
     """Serve APP on SOCKETS until interrupted: Hayhooks' ``run_app`` (its logging, uvicorn's settings), except
     that uvicorn serves the sockets ``listen`` bound instead of binding HOST:PORT itself (``run_app`` takes no
-    socket); HOST and PORT are only for uvicorn's start-up line.
+    socket), and reads request heads of at most 64 KiB (``needle_retrieval.serve.head_limit``); HOST and PORT are
+    only for uvicorn's start-up line.
     """
     import uvicorn
     from hayhooks.server.logger import intercept_stdlib_logging
     from hayhooks.settings import settings
 
+    from needle_retrieval.serve.head_limit import HeadLimitProtocol
+
     intercept_stdlib_logging(
         settings.intercepted_loggers, access_log_excluded_path_prefixes=settings.access_log_excluded_path_prefixes
     )
     config = uvicorn.Config(
-        app, host=host, port=port, log_config=None, timeout_graceful_shutdown=settings.graceful_shutdown_timeout
+        app,
+        host=host,
+        port=port,
+        http=HeadLimitProtocol,
+        log_config=None,
+        timeout_graceful_shutdown=settings.graceful_shutdown_timeout,
     )
     uvicorn.Server(config).run(sockets=sockets)

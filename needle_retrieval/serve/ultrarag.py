@@ -2,7 +2,7 @@
 
 ``{"query_list": [...], "top_k": 5, "query_instruction": "", "collection_name": ""}`` ->
 ``{"ret_psg": [[passage, ...], ...]}``: one list of passage texts per query, best first, in query order. The
-queries run in one batch pipeline of the index's best mode (hybrid when it has dense and BM25 parts, else its
+queries run in the batch pipeline of the index's best mode (hybrid when it has dense and BM25 parts, else its
 mode), built and probed at start-up like the other pipelines, fed and run as every entry point is
 (``needle_retrieval.pipelines.feed``, ``needle_retrieval.pipelines.runner``).
 
@@ -22,14 +22,13 @@ is a 404, since this server holds one index.
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import Response
 from haystack import Document
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K, check_unicode
+from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, check_unicode
 from needle_retrieval.defaults import DEFAULT_TOP_K
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.templates import fill_search_pipeline
@@ -37,8 +36,9 @@ from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.feed import SearchPlan
 from needle_retrieval.pipelines.runner import SearchRunner
 from needle_retrieval.search.searcher import best_mode
+from needle_retrieval.serve.answers import BODY_ERRORS, QUERY_SCHEMA, TopK, error_responses
 from needle_retrieval.serve.pipelines import ServedPipelines, one_line, probed_runner, root_cause
-from needle_retrieval.serve.run import check_batch_size, check_request_query, off_loop, run_search
+from needle_retrieval.serve.run import check_batch_size, check_request_query, lane, off_loop, search_batch
 
 INSTRUCTION_HELP = 'put in front of each query for the dense part only, replacing the index\'s own ("" keeps it)'
 GENERATION_SUFFIX = re.compile(r"_gen\d{6}$")  # a server collection's generation: NAME_genNNNNNN behind alias NAME
@@ -52,8 +52,9 @@ class UltraRAGSearchRequest(BaseModel):
         min_length=1,
         description=f"the queries, at most {MAX_QUERIES:,} (and {MAX_PASSAGES:,} passages, queries x top_k) per "
         "request, each 1 to 1 MiB characters, not blank",
+        json_schema_extra={"maxItems": MAX_QUERIES, "items": {"type": "string", **QUERY_SCHEMA}},
     )
-    top_k: int = Field(default=DEFAULT_TOP_K, ge=1, le=MAX_TOP_K, description="passages per query")
+    top_k: TopK = Field(default=DEFAULT_TOP_K, description="passages per query")
     query_instruction: str = Field(default="", max_length=MAX_QUERY_CHARS, description=INSTRUCTION_HELP)
     collection_name: str = Field(default="", description='"" or this index\'s name (or its Milvus collection)')
 
@@ -73,11 +74,9 @@ class UltraRAGSearch:
     collections: frozenset[str]
 
     async def search(self, queries: list[str], top_k: int, instruction: str) -> list[list[Document]]:
-        """Top-k documents per query, in query order, in one batch run; an empty INSTRUCTION keeps the index's."""
-        result = await run_search(self.name, self.runner, queries, top_k, instruction or None)
-        plan = self.runner.plan
-        batches: list[list[Document]] = result[plan.answering][plan.answer_socket]
-        return batches
+        """Top-k documents per query, in query order, ``QUERY_BATCH`` queries per run (``search_batch``: a heavy batch
+        takes turns with the other requests); an empty INSTRUCTION keeps the index's."""
+        return await search_batch(self.name, self.runner, queries, top_k, instruction or None)
 
 
 def collection_names(served: ServedPipelines) -> frozenset[str]:
@@ -94,7 +93,8 @@ def deploy_ultrarag(served: ServedPipelines, mode: str | None = None) -> UltraRA
     mode = mode or best_mode(manifest)
     name = f"{mode}_batch_search"
     try:
-        data = fill_search_pipeline(served.index_dir, manifest, manifest.template(mode, batch=True), served.fusion)
+        template = manifest.template(mode, batch=True)
+        data = fill_search_pipeline(served.index_dir, manifest, template, served.fusion, served.trust)
         runner = probed_runner(pf.build(data), SearchPlan.of(data, "queries"), served.stores)
     except Exception as error:
         cause = one_line(root_cause(error))
@@ -137,13 +137,15 @@ def ultrarag_route(app: FastAPI, search: UltraRAGSearch) -> None:
     async def search_route(request: UltraRAGSearchRequest) -> Response:
         check_search_request(request, search.collections)
         hits = await search.search(request.query_list, request.top_k, request.query_instruction)
-        return Response(await off_loop(answer_json, hits), media_type="application/json")
+        return Response(await off_loop(lane(len(hits)), answer_json, hits), media_type="application/json")
 
-    responses: dict[int | str, dict[str, Any]] = {
-        404: {"description": "unknown collection_name"},
-        413: {"description": f"body or a query too large, over {MAX_QUERIES:,} queries or {MAX_PASSAGES:,} passages"},
-        422: {"description": "bad input"},
-    }
+    responses = error_responses(
+        {
+            **BODY_ERRORS,
+            404: "collection_name is not this index's",
+            413: f"the body or a query is too large, or over {MAX_QUERIES:,} queries or {MAX_PASSAGES:,} passages",
+        }
+    )
     app.add_api_route(
         "/search",
         search_route,

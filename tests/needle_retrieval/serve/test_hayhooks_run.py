@@ -9,6 +9,7 @@ with a message, not 500s; and serving writes nothing into the index.
 """
 
 import contextlib
+import json
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
+from tests.support.integrity import edit_manifest, live, reseal
+from tests.support.payloads import model_with_code
 from tests.support.serve import ALL_PIPELINES, START_TIMEOUT_S, Server, free_port, sample_index, server_env, stop, tree
 
 pytestmark = pytest.mark.integration
@@ -50,7 +54,7 @@ def wait_until_answering(server: Server) -> None:
     pytest.fail(f"hayhooks run did not answer within {START_TIMEOUT_S:.0f}s:\n{server.output()[-3000:]}")
 
 
-def start_hayhooks(index: Path, tmp_path_factory: pytest.TempPathFactory) -> Server:
+def start_hayhooks(index: Path, tmp_path_factory: pytest.TempPathFactory, env: dict[str, str] | None = None) -> Server:
     """`hayhooks run` over INDEX's live generation as the serving guide says, from an unrelated directory."""
     generation = (index / "CURRENT").read_text(encoding="utf-8").strip()
     port = free_port()
@@ -59,7 +63,11 @@ def start_hayhooks(index: Path, tmp_path_factory: pytest.TempPathFactory) -> Ser
     log = tmp_path_factory.mktemp("hayhooks-log") / "hayhooks.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            command, cwd=tmp_path_factory.mktemp("cwd"), env=server_env(), stdout=sink, stderr=subprocess.STDOUT
+            command,
+            cwd=tmp_path_factory.mktemp("cwd"),
+            env={**server_env(), **(env or {})},
+            stdout=sink,
+            stderr=subprocess.STDOUT,
         )
     server = Server(process, "127.0.0.1", port, log)
     wait_until_answering(server)
@@ -135,15 +143,69 @@ def test_serving_writes_nothing_into_the_index(served: Served) -> None:
     assert tree(served.index) == served.tree_before
 
 
-def test_an_edited_pipeline_file_is_not_deployed(tmp_path_factory: pytest.TempPathFactory) -> None:
+def hayhooks_exit(
+    index: Path, tmp_path_factory: pytest.TempPathFactory, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """(exit status, output) of `hayhooks run` over INDEX's live generation, which must end by itself."""
+    generation = (index / "CURRENT").read_text(encoding="utf-8").strip()
+    command = [str(HAYHOOKS), "run", "--host", "127.0.0.1", "--port", str(free_port())]
+    command += ["--pipelines-dir", f"{index}/{generation}/hayhooks"]
+    done = subprocess.run(
+        command, check=False, cwd=tmp_path_factory.mktemp("cwd"), env={**server_env(), **(env or {})},
+        capture_output=True, text=True, timeout=START_TIMEOUT_S,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_an_edited_pipeline_file_ends_hayhooks_run_naming_it(tmp_path_factory: pytest.TempPathFactory) -> None:
     index = moved_copy(tmp_path_factory)
-    generation = index / (index / "CURRENT").read_text(encoding="utf-8").strip()
-    edited = generation / "hybrid_search.yaml"
+    edited = live(index) / "hybrid_search.yaml"
     edited.write_text(edited.read_text(encoding="utf-8") + "# edited by someone else\n", encoding="utf-8")
+    code, output = hayhooks_exit(index, tmp_path_factory)
+    assert code == 1, output[-2000:]
+    refusals = [line for line in output.splitlines() if line.startswith("needle: hayhooks cannot serve")]
+    assert refusals, output[-2000:]
+    assert "hybrid_search.yaml" in refusals[0]
+
+
+def test_a_resealed_pipeline_file_chooses_no_code(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> None:
+    """A YAML file rewritten to load a model with its own code and trust_remote_code, its digest recomputed: the
+    wrapper builds the pipeline from the manifest, so the file's parameters never run and the server answers."""
+    index = moved_copy(tmp_path_factory)
+    marker = tmp_path_factory.mktemp("marker") / "payload-ran"
+    model = model_with_code(minilm_path, tmp_path_factory.mktemp("payload"), marker)
+    yaml_file = live(index) / "dense_search.yaml"
+    data = yaml.safe_load(yaml_file.read_text(encoding="utf-8"))
+    data["components"]["embedder"]["init_parameters"] |= {"model": str(model), "trust_remote_code": True}
+    yaml_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    reseal(yaml_file)
     server = start_hayhooks(index, tmp_path_factory)
     try:
-        status = server.request("GET", "/status").json()
+        answer = server.post_json("/dense_search/run", {"query": QUERY})
     finally:
         stop(server)
-    assert "hybrid_search" not in status["pipelines"]  # type: ignore[index]
-    assert "hybrid_search.yaml" in server.output()
+    assert answer.status == 200
+    assert not marker.exists()
+
+
+def test_a_manifest_asking_for_model_code_ends_hayhooks_run_unless_allowed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    index = moved_copy(tmp_path_factory)
+
+    def trust_code(manifest: dict) -> None:
+        block = {"trust_remote_code": True}
+        settings = {"model_name_or_path": manifest["model"], "backend_configs": block, "query_instruction": ""}
+        settings |= {"batch_size": 32, "gpu_ids": None, "api_key": None}
+        manifest["embedder"] = {"backend": "sentence_transformers", "settings": settings}
+
+    edit_manifest(live(index) / "manifest.json", trust_code)
+    code, output = hayhooks_exit(index, tmp_path_factory)
+    assert code == 1, output[-2000:]
+    assert "NEEDLE_TRUST_REMOTE_CODE" in output
+    model = json.loads((live(index) / "manifest.json").read_text())["model"]
+    server = start_hayhooks(index, tmp_path_factory, {"NEEDLE_TRUST_REMOTE_CODE": model})
+    try:
+        assert server.post_json("/dense_search/run", {"query": QUERY}).status == 200
+    finally:
+        stop(server)

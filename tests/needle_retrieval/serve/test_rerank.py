@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import torch
 from haystack import Document
+from schemathesis import GenerationMode
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from components.rankers import LocalCrossEncoderRanker, TEIRanker
 from tests.components.rankers.test_local_cross_encoder import minilm_cross_encoder  # noqa: F401 - session fixture: the served cross-encoder
+from tests.needle_retrieval.serve.test_api import api_schema, conforms
 from tests.support.serve import Server, sample_index, start, stop
 
 pytestmark = pytest.mark.integration
@@ -152,6 +154,20 @@ def test_health_and_info_answer_as_tei(server: Server) -> None:
     assert (health.status, health.body) == (200, b"")
     paths = set(server.request("GET", "/openapi.json").json()["paths"])
     assert {"/rerank", "/info", "/health"} <= paths
+
+
+RERANK_OPERATIONS = [("POST", "/rerank", mode) for mode in GenerationMode]
+RERANK_OPERATIONS += [("GET", "/info", GenerationMode.POSITIVE), ("GET", "/health", GenerationMode.POSITIVE)]
+
+
+@pytest.mark.parametrize(("method", "path", "mode"), RERANK_OPERATIONS)
+def test_generated_requests_are_answered_as_the_schema_says(
+    server: Server, method: str, path: str, mode: GenerationMode
+) -> None:
+    """25 requests per operation and mode, checked as ``POST /search``'s are: before, an empty query and an empty
+    ``texts`` were schema-valid (TEI's refusals 422 and 400), a missing body was allowed, and the 422 and 424 TEI
+    answers, and every answer's shape, were undeclared."""
+    conforms(server, api_schema(server)[path][method], mode, examples=25)
 
 
 def test_a_bad_reranker_dir_stops_the_start_up(tmp_path_factory: pytest.TempPathFactory) -> None:
