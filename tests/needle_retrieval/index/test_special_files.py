@@ -8,18 +8,13 @@ stopping the suite.
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from needle_retrieval.cli import main
+from tests.support.bm25_sample import build_bm25_sample, search_child
 from tests.support.integrity import live
-from tests.support.paths import SAMPLE
-
-NEEDLE = str(Path(sys.executable).with_name("needle"))
-DEADLINE_S = 60
 
 
 def fifo(path: Path) -> None:
@@ -37,14 +32,7 @@ def huge(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    index = tmp_path_factory.mktemp("special") / "index"
-    assert main(["index", str(SAMPLE), "--out", str(index), "--bm25", "--no-dense"]) == 0
-    return index
-
-
-def search(index: Path) -> subprocess.CompletedProcess[str]:
-    argv = [NEEDLE, "search", str(index), "zip archives", "--mode", "bm25"]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=DEADLINE_S, check=False)
+    return build_bm25_sample(tmp_path_factory.mktemp("special"))
 
 
 def copy_of(built: Path, tmp_path: Path) -> Path:
@@ -63,7 +51,7 @@ def test_fusion_json_that_is_no_plain_small_file_is_one_line(
 ) -> None:
     index = copy_of(built, tmp_path)
     plant(index / "fusion.json")
-    done = search(index)
+    done = search_child(index)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr
@@ -76,13 +64,13 @@ def test_a_generation_file_replaced_by_a_fifo_is_refused_without_waiting(built: 
     pipeline = live(index) / "bm25_search.yaml"
     pipeline.unlink()
     fifo(pipeline)
-    done = search(index)
+    done = search_child(index)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert "bm25_search.yaml" in done.stderr
 
 
 def test_the_index_as_built_still_answers(built: Path, tmp_path: Path) -> None:
-    done = search(copy_of(built, tmp_path))
+    done = search_child(copy_of(built, tmp_path))
     assert done.returncode == 0, done.stderr
     assert "zipfile" in done.stdout

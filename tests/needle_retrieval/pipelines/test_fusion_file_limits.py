@@ -3,29 +3,17 @@ nested 100,000 deep (a RecursionError traceback before) and an rrf.k of 4,301 di
 (4300 digits)" before, naming neither field nor range) are each one line naming the file and the field."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from components.joiners.rrf_batch_joiner import MAX_K
-from needle_retrieval.cli import main
-from tests.support.paths import SAMPLE
-
-NEEDLE = str(Path(sys.executable).with_name("needle"))
-DEADLINE_S = 60
+from tests.support.bm25_sample import build_bm25_sample, search_child
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    index = tmp_path_factory.mktemp("fusion-limits") / "index"
-    assert main(["index", str(SAMPLE), "--out", str(index), "--bm25", "--no-dense"]) == 0
-    return index
-
-
-def search(index: Path) -> subprocess.CompletedProcess[str]:
-    argv = [NEEDLE, "search", str(index), "zip archives", "--mode", "bm25"]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=DEADLINE_S, check=False)
+    return build_bm25_sample(tmp_path_factory.mktemp("fusion-limits"))
 
 
 def tuned(rrf_k: str = "20", baseline: str = "0.4") -> str:
@@ -49,7 +37,7 @@ def test_a_fusion_file_past_python_s_limits_is_one_line_naming_file_and_field(
     index = tmp_path / "index"
     subprocess.run(["cp", "-a", str(built), str(index)], check=True)
     (index / "fusion.json").write_text(text)
-    done = search(index)
+    done = search_child(index)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
