@@ -144,8 +144,8 @@ def read_sidecar(path: Path) -> dict[str, Any]:
         )
     try:
         record = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise EmbeddingFileError(f"{sidecar} is not a readable fingerprint ({e}); {REBUILD_HINT}") from e
+    except (OSError, ValueError, RecursionError) as e:  # not UTF-8 JSON, past 4,300 digits, nested too deeply
+        raise EmbeddingFileError(f"{sidecar} is not a readable fingerprint ({str(e)[:200]}); {REBUILD_HINT}") from None
     if not isinstance(record, dict) or record.get("format") != FORMAT_VERSION:
         raise EmbeddingFileError(f"{sidecar} is not a format-{FORMAT_VERSION} fingerprint; {REBUILD_HINT}")
     return record

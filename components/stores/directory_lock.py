@@ -200,5 +200,5 @@ def _read_holder(fd: int) -> str:
         return (
             f"pid {holder['pid']} on {holder['host']}, {holder['purpose']} since {holder['since']}: {holder['command']}"
         )
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return "a process that did not record itself (an older needle?)"

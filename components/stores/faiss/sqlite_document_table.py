@@ -33,8 +33,17 @@ BATCH = 900  # rows per "IN (...)" statement, under SQLite's host-parameter limi
 
 
 def decoded(text: str) -> Document:
-    """The Document a stored JSON row holds."""
-    return Document.from_dict(json.loads(text))
+    """The Document a stored JSON row holds.
+
+    :raises DocumentStoreError: the row is not one a save writes (not JSON, nested too deeply, a number past 4,300
+        digits, not a document's fields): the database's digest matched, so someone wrote it that way.
+    """
+    try:
+        return Document.from_dict(json.loads(text))
+    except (ValueError, TypeError, RecursionError, AttributeError) as error:
+        raise DocumentStoreError(
+            f"corrupted document table: a stored row is not a document ({str(error)[:120]})"
+        ) from None
 
 
 class SQLiteDocumentTable:

@@ -398,6 +398,22 @@ def test_faiss_files_are_checked_before_faiss_uses_them(
         FAISSDocumentStore.load(str(faiss_store)).count_documents()
 
 
+@pytest.mark.parametrize(
+    "document",
+    ["[" * 5_000 + "]" * 5_000, '{"id": "d5", "content": "x", "meta": {"n": ' + "9" * 4_301 + "}}", '"text"'],
+    ids=["nested-5000-deep", "4301-digit-number", "not-an-object"],
+)
+def test_a_stored_row_that_is_no_document_is_one_error(faiss_store: Path, document: str) -> None:
+    """A resealed documents.sqlite whose row holds JSON no save writes: one DocumentStoreError, not a RecursionError,
+    Python's digit-limit ValueError or an AttributeError from Document.from_dict."""
+    file = live(faiss_store) / "documents.sqlite"
+    with contextlib.closing(sqlite3.connect(file)) as db, db:
+        db.execute("UPDATE documents SET document = ? WHERE row = 5", (document,))
+    reseal(file)
+    with pytest.raises(DocumentStoreError, match="a stored row is not a document"):
+        FAISSDocumentStore.load(str(faiss_store)).filter_documents()
+
+
 def test_each_file_is_hashed_once_per_process_and_version(bm25_store: Path) -> None:
     """Reopening a store does not hash its files again; a file changed since is hashed (and refused) anew."""
     import components.stores.file_digests as digests
