@@ -1,5 +1,6 @@
 """One writer per store directory: a second writer, in this process or another, fails clearly and loses nothing."""
 
+import fcntl
 import json
 import subprocess
 import sys
@@ -10,7 +11,13 @@ from pathlib import Path
 import pytest
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.stores.directory_lock import DirectoryLock, DirectoryLockedError, locked_by, wait_until_unlocked
+from components.stores.directory_lock import (
+    LOCK_FILE,
+    DirectoryLock,
+    DirectoryLockedError,
+    locked_by,
+    wait_until_unlocked,
+)
 from tests.support.paths import REPO
 from tests.support.stores import KINDS, doc, make_store, search, state
 
@@ -165,3 +172,12 @@ def test_wait_until_unlocked_names_the_holder_once_and_returns_when_it_is_gone(t
     assert locked_by(tmp_path) is None
     with DirectoryLock(tmp_path):  # looking never kept the lock
         pass
+
+
+def test_a_lock_record_nested_too_deeply_still_names_a_holder(tmp_path: Path) -> None:
+    """A lock file someone filled with 3,000 nested brackets: the next writer is told of an unrecorded holder
+    (before: a RecursionError from the JSON parser)."""
+    tmp_path.joinpath(LOCK_FILE).write_text("[" * 3_000)
+    with open(tmp_path / LOCK_FILE, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert locked_by(tmp_path) == "a process that did not record itself (an older needle?)"
