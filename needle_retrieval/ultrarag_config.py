@@ -3,9 +3,9 @@
 It lives in ``needle_retrieval.ultrarag.config``; this name hands on its public functions.
 """
 
+from needle_retrieval.ultrarag.build import index_with_config
 from needle_retrieval.ultrarag.config import (
     UltraRAGConfig,
-    index_with_config,
     load_config,
     search_target,
     web_search_component,

@@ -102,6 +102,7 @@ def cmd_index(args: argparse.Namespace) -> None:
 def index_with_config(args: argparse.Namespace) -> None:
     """`needle index --config parameter.yaml [--out DIR]`: UltraRAG's retriever file drives the build; --batch-size
     replaces the file's ``batch_size``."""
+    from needle_retrieval.ultrarag import build as ultrarag_build
     from needle_retrieval.ultrarag import config as ultrarag_config
 
     ultrarag_config.check_no_flags(vars(args))
@@ -109,7 +110,7 @@ def index_with_config(args: argparse.Namespace) -> None:
     overrides = None if args.batch_size is None else {"batch_size": args.batch_size}
     start = time.perf_counter()
     out_dir = Path(args.out) if args.out else None
-    manifest, out = ultrarag_config.index_with_config(Path(args.config), out_dir, overrides)
+    manifest, out = ultrarag_build.index_with_config(Path(args.config), out_dir, overrides)
     took = time.perf_counter() - start
     print(f"indexed {manifest.documents} documents ({', '.join(manifest.modes)}) into {out} in {took:.1f}s")
 

@@ -30,7 +30,8 @@ from needle_retrieval.serve.mcp import mcp_server
 from needle_retrieval.serve.mcp_tools import IndexTools
 from needle_retrieval.serve.mcp_web_tools import WebTools
 from needle_retrieval.serve.pipelines import ServedPipelines, deploy_all, one_line
-from needle_retrieval.ultrarag.config import UltraRAGConfig, index_with_config, load_config
+from needle_retrieval.ultrarag.build import index_with_config
+from needle_retrieval.ultrarag.config import UltraRAGConfig, load_config
 
 INIT_KEYS = (
     "model_name_or_path", "backend_configs", "batch_size", "corpus_path", "gpu_ids", "is_multimodal", "backend",

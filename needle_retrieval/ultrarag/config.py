@@ -62,11 +62,9 @@ from components.embedders.embedder_factory import (
     embedder_spec,
     options_block,
 )
-from components.embedders.embedding_file import copy_embeddings
 from needle_retrieval.defaults import DEFAULT_MODEL, DEFAULT_TOP_K
 from needle_retrieval.errors import NeedleError
-from needle_retrieval.index.build import StoreChoice, build_index
-from needle_retrieval.index.generations import EMBEDDINGS
+from needle_retrieval.index.build import StoreChoice
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.options import IndexOptions
 from needle_retrieval.pipelines.embedders import backend_name
@@ -88,7 +86,7 @@ if TYPE_CHECKING:
     from components.websearch.web_batch_search import WebBatchSearch
     from components.websearch.web_search import WebSearch
 
-__all__ = ["UltraRAGConfig", "WebSearchChoice", "index_with_config", "load_config", "web_search_component"]
+__all__ = ["UltraRAGConfig", "WebSearchChoice", "load_config", "search_target", "web_search_component"]
 
 logger = logging.getLogger(__name__)
 TOP_LEVEL = (
@@ -154,36 +152,6 @@ def check_no_flags(given: dict[str, Any]) -> None:
             raise NeedleError(f"{shown} cannot be combined with --config: the file's {key} sets it")
 
 
-def index_with_config(
-    path: Path, out: Path | None = None, overrides: Mapping[str, Any] | None = None
-) -> tuple[IndexManifest, Path]:
-    """`needle index --config PATH [--out DIR]`: build the index the file describes (with OVERRIDES, as for
-    `load_config`); returns its manifest and directory (DIR if given, else the backend's own index directory).
-
-    The corpus vectors are reused from `embedding_path` when it holds this model's vectors of this corpus, and
-    written there after the build.
-    """
-    config = load_config(path, overrides)
-    dense, npy, out = config.spec.dense, config.embedding_path, out or config.index_dir
-    manifest = build_index(
-        config.corpus,
-        out,
-        model=config.model or DEFAULT_MODEL,
-        overwrite=config.overwrite,
-        dense=dense,
-        bm25=not dense,
-        lang="en" if dense else config.spec.bm25_lang(),
-        target=config.target,
-        seed=npy if npy is not None and npy.is_file() else None,
-        embedder=config.spec.recorded() if dense else None,  # images too (needle_retrieval.index.images)
-        multimodal=config.multimodal,
-        options=config.options,
-    )
-    if npy is not None:
-        export_embeddings(out, manifest, npy)
-    return manifest, out
-
-
 def search_target(config: UltraRAGConfig) -> tuple[Path, str]:
     """(index directory, search mode) of `needle search --config`: the index of the file's backend, in its mode.
 
@@ -215,14 +183,6 @@ def web_search_component(
     except ValueError as error:
         name = backend or config.websearch.backend
         raise NeedleError(f"{config.path}: websearch_backend_configs.{name}: {error}") from None
-
-
-def export_embeddings(index_dir: Path, manifest: IndexManifest, npy: Path) -> None:
-    """Copy the generation's embedding file (and its fingerprint) to NPY, each replaced crash-safely
-    (``components.embedders.embedding_file.copy_embeddings``)."""
-    source = index_dir / manifest.generation / EMBEDDINGS
-    if source.is_file():
-        copy_embeddings(source, npy)
 
 
 def load_config(path: Path, overrides: Mapping[str, Any] | None = None) -> UltraRAGConfig:
