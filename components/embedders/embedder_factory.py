@@ -4,7 +4,11 @@
 `openai` or `bm25` and that backend's block of UltraRAG's `backend_configs`, checks every option, and returns an
 :class:`EmbedderSpec`: the document embedder and the query embedders (single and batch) as serialized components
 (what a pipeline template's `embedder` entry holds) or as instances (`create_embedders`). `bm25` has no
-embedders; its spec gives the BM25 store settings instead.
+embedders; its spec gives the BM25 store settings instead: UltraRAG's `lang` and `tokenizer` mapped onto the
+BM25 store's tokenizer that cuts the same terms (`bm25_tokenizer`).
+
+Importing this module imports no Haystack (which imports torch): the option checks are plain Python, so a
+parameter file's keys can be checked before the model libraries load; `Secret` is imported where it is used.
 
 Its table (``components.embedders.embedder_roles``) is the only way from a name to a class: a name from a file
 never imports anything. An unknown backend or option is an error naming it and listing what is allowed.
@@ -22,12 +26,12 @@ embedders serialized into an index's search pipelines leave it out, and a manife
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from haystack.utils import Secret
-from haystack.utils.auth import SecretType
+from typing import TYPE_CHECKING, Any
 
 from components.embedders.embedder_roles import EmbedderRole, embedder_class
+
+if TYPE_CHECKING:
+    from haystack.utils import Secret
 
 BACKENDS = ("sentence_transformers", "infinity", "openai", "bm25")
 ENCODE_OPTIONS = ("normalize_embeddings", "encode_chunk_size", "q_prompt_name", "psg_prompt_name", "q_task", "psg_task")
@@ -100,9 +104,19 @@ ENCODE_TYPES = {
 # Options that name something to run on this machine: honoured from the user's config at build time, never
 # recorded in an index (EmbedderSpec.recorded) nor accepted from one (EmbedderSpec.from_recorded).
 MACHINE_OPTIONS: dict[str, tuple[str, ...]] = {"infinity": ("infinity_venv",)}
-# The seed's BM25 tokenizer names -> our BM25 store's `lang` (auto follows `lang`: en or zh).
-BM25_TOKENIZERS = ("auto", "jieba", "character")
-BM25_LANGS = ("en", "zh")
+# UltraRAG's BM25 `tokenizer` names (any case, spaces around ignored, as it reads them; servers/retriever/src/
+# bm25_tokenizer.py) -> the splitter of the BM25 store's bm25s-style tokenizer (components.stores.bm25.tokenizers);
+# auto and jieba split with jieba for a Chinese `lang` and with bm25s' pattern for any other.
+BM25_TOKENIZERS = {"auto": "regex", "default": "regex", "regex": "regex", "jieba": "regex", "character": "char",
+                   "char": "char"}  # fmt: skip
+# UltraRAG's bm25 `lang`, the stopwords= of its bm25s Tokenizer (so exactly the names bm25s knows) -> their code.
+BM25_LANGS = {
+    "en": "en", "english": "en", "en_plus": "en_plus", "english_plus": "en_plus", "de": "de", "german": "de",
+    "nl": "nl", "dutch": "nl", "fr": "fr", "french": "fr", "es": "es", "spanish": "es", "pt": "pt",
+    "portuguese": "pt", "it": "it", "italian": "it", "ru": "ru", "russian": "ru", "sv": "sv", "swedish": "sv",
+    "no": "no", "norwegian": "no", "zh": "zh", "chinese": "zh", "tr": "tr", "turkish": "tr", "ko": "ko",
+    "korean": "ko", "da": "da", "danish": "da",
+}  # fmt: skip
 
 
 def check_options(where: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -155,7 +169,7 @@ class EmbedderSpec:
 
     backend: str
     settings: dict[str, Any]  # model_name_or_path, backend_configs (this backend's block), query_instruction, ...
-    api_key: Secret | None = field(default=None, compare=False)
+    api_key: "Secret | None" = field(default=None, compare=False)
 
     def recorded(self) -> dict[str, Any]:
         """`{"backend", "settings"}`, with the key's environment variables only: what a build passes on to its
@@ -164,6 +178,8 @@ class EmbedderSpec:
 
         :raises ValueError: The key is a token (a literal key), which must never be written into a file.
         """
+        from haystack.utils.auth import SecretType
+
         key = self.api_key
         if key is not None and key.type != SecretType.ENV_VAR:
             raise ValueError("api_key: a literal key cannot be recorded in an index; use Secret.from_env_var(...)")
@@ -177,6 +193,9 @@ class EmbedderSpec:
         :param local: RECORDED comes from this process (a build's own `recorded()`, from the user's config), so it
             may name a program of this machine (`MACHINE_OPTIONS`); read from an index, it may not.
         """
+        from haystack.utils import Secret
+        from haystack.utils.auth import SecretType
+
         if not isinstance(recorded, Mapping) or set(recorded) != {"backend", "settings"}:
             raise ValueError(f"embedder must be {{'backend': ..., 'settings': {{...}}}}, got {recorded!r}")
         settings = recorded["settings"]
@@ -208,8 +227,14 @@ class EmbedderSpec:
         return block
 
     def bm25_lang(self) -> str:
-        """The BM25 store's `lang` (en, zh or character) from the bm25 block's `lang` and `tokenizer`."""
+        """The BM25 store's `lang` from the bm25 block's `lang`: zh for Chinese, else en (the terms are the
+        tokenizer's, `bm25_tokenizer`)."""
         return bm25_lang(self.block)
+
+    def bm25_tokenizer(self) -> str:
+        """The BM25 store's tokenizer that cuts the terms UltraRAG's BM25 backend cuts for the bm25 block's
+        `tokenizer` and `lang` (`bm25_tokenizer`)."""
+        return bm25_tokenizer(self.block)
 
     def document_embedder(self, embedding_path: str | None = None, overwrite: bool = False) -> dict[str, Any]:
         """The serialized document embedder, keeping its vectors in EMBEDDING_PATH (`.npy`) unless None."""
@@ -291,7 +316,7 @@ def embedder_spec(
     query_instruction: str = "",
     batch_size: int = 32,
     gpu_ids: list[int] | None = None,
-    api_key: Secret | None = None,
+    api_key: "Secret | None" = None,
 ) -> EmbedderSpec:
     """Check BACKEND and its `backend_configs` block; the spec of its embedders (or of its BM25 settings).
 
@@ -306,6 +331,8 @@ def embedder_spec(
         string "false" for a boolean: naming its key path, ``check_block``), or a value out of range (the
         embedder's own check, naming the parameter).
     """
+    from haystack.utils import Secret
+
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not supported; choose one of {', '.join(BACKENDS)}")
     block = options_block(f"backend_configs.{backend}", backend_configs)
@@ -321,7 +348,7 @@ def embedder_spec(
         for role in EmbedderRole:  # builds (never warms up) each embedder, so a bad value fails now, naming it
             spec.instance(role)
     else:
-        spec.bm25_lang()
+        spec.bm25_tokenizer()
     return spec
 
 
@@ -349,16 +376,39 @@ def refuse_machine_options(backend: Any, block: Any) -> None:
 
 
 def bm25_lang(block: Mapping[str, Any]) -> str:
-    """Our BM25 store's `lang` from the seed's bm25 `lang` (en, zh) and `tokenizer` (auto, jieba, character)."""
-    lang, tokenizer = block.get("lang", "en"), block.get("tokenizer", "auto")
-    if lang not in BM25_LANGS:
-        raise ValueError(f"backend_configs.bm25.lang must be one of {', '.join(BM25_LANGS)}, got {lang!r}")
-    if tokenizer not in BM25_TOKENIZERS:
+    """Our BM25 store's `lang` for the seed's bm25 block: zh for a Chinese `lang`, else en (what the manifest
+    records; the terms are those of `bm25_tokenizer`)."""
+    return "zh" if _stopwords(block) == "zh" else "en"
+
+
+def bm25_tokenizer(block: Mapping[str, Any]) -> str:
+    """The BM25 store's tokenizer (``SPLITTER:STOPWORDS``, ``components.stores.bm25.tokenizers``) that cuts the terms
+    UltraRAG's BM25 backend cuts for the seed's bm25 `tokenizer` and `lang`.
+
+    UltraRAG builds a bm25s Tokenizer with `stopwords=lang` and no stemmer, and a splitter by `tokenizer`:
+    default/regex bm25s' pattern; char/character each non-space character; auto/jieba jieba's search mode for
+    a Chinese `lang`, else bm25s' pattern.
+
+    :raises ValueError: A `lang` bm25s has no stopwords for, or a `tokenizer` UltraRAG does not know (naming both).
+    """
+    stopwords = _stopwords(block)
+    mode = block.get("tokenizer", "auto")
+    name = mode.strip().lower() if isinstance(mode, str) else mode
+    if name not in BM25_TOKENIZERS:
+        raise ValueError(f"backend_configs.bm25.tokenizer must be one of {', '.join(BM25_TOKENIZERS)}, got {mode!r}")
+    splitter = "jieba" if name in ("auto", "jieba") and stopwords == "zh" else BM25_TOKENIZERS[name]
+    return f"{splitter}:{stopwords}"
+
+
+def _stopwords(block: Mapping[str, Any]) -> str:
+    """The stopword list (a bm25s language code) of the bm25 block's `lang`."""
+    lang = block.get("lang", "en")
+    if not isinstance(lang, str) or lang not in BM25_LANGS:
         raise ValueError(
-            f"backend_configs.bm25.tokenizer {tokenizer!r} is not supported; choose one of "
-            f"{', '.join(BM25_TOKENIZERS)} (`default`, bm25s' plain splitter, has no counterpart here)"
+            f"backend_configs.bm25.lang must be one of {', '.join(BM25_LANGS)} (bm25s' stopword languages), "
+            f"got {lang!r}"
         )
-    return {"auto": str(lang), "jieba": "zh", "character": "character"}[tokenizer]
+    return BM25_LANGS[lang]
 
 
 def create_embedders(

@@ -1,16 +1,32 @@
-"""UltraRAG's retriever `parameter.yaml` driving `needle index --config` and `needle search --config`.
+"""UltraRAG's retriever `parameter.yaml` driving `needle index --config`, `needle search --config` and `needle mcp`.
 
 The file is data: it is parsed as YAML data (``needle_retrieval.yaml_data``: `yaml.safe_load`, with a file
 nested too deeply and an integer of more digits than Python reads refused in one line), every key is checked
-against UltraRAG HEAD's key list, and
-each key is honoured or mapped to its meaning here; a key or value needle cannot honour is an error naming the
-file, the key and what is allowed, never silently dropped. Values are typed as YAML 1.2 types them, in every block
-whether chosen or not: a boolean is `true` or `false` (a quoted "false" is an error naming the file and the key
-path, e.g. `backend_configs.sentence_transformers.trust_remote_code`, never a truthy string), a number is not
-quoted, a block is a mapping or null; unknown keys are all named, whatever their type.
+against UltraRAG HEAD's key list, and each key is honoured or mapped to its meaning here. `load_config(None,
+values)` checks the same keys given as arguments, with no file: what UltraRAG's client passes to `retriever_init`;
+its errors name `retriever_init` where a file's name the file.
 
-Paths in it (`corpus_path`, `embedding_path`, `index_path`, `save_path`, a Milvus Lite `uri`) are relative to the
-file's own directory.
+A key or value needle cannot honour for the chosen backends is an error naming the file, the key and what is
+allowed. What a stock UltraRAG file carries that UltraRAG itself never reads is accepted with one warning that
+names every such key, as UltraRAG accepts it: `path` (where UltraRAG's client finds the server code), and unknown
+keys or blocks of the backends not chosen (`backend_configs`, `index_backend_configs` -- both for a BM25 backend,
+which uses neither -- and `websearch_backend_configs`). `collection_name` is accepted with every backend: FAISS and
+BM25 ignore it, as UltraRAG does; Milvus uses it as its collection. Values are typed as YAML 1.2 types them, in
+every block whether chosen or not: a boolean is `true` or `false` (a quoted "false" is an error naming the file
+and the key path, e.g. `backend_configs.sentence_transformers.trust_remote_code`, never a truthy string), a number
+is not quoted, a block is a mapping or null; unknown keys are all named, whatever their type. `backend` and
+`index_backend` are read in any case, as UltraRAG lower-cases them.
+
+Paths in it (`corpus_path`, `embedding_path`, `index_path`, `save_path`, a Milvus Lite `uri`) are resolved as
+UltraRAG resolves them: a relative path against the current working directory of the process that reads it
+(UltraRAG's stock layout, servers/retriever/parameter.yaml with `corpus_path: data/corpus_example.jsonl`, means
+the project root, where `ultrarag run` is started), `~` expanded, an absolute path as given. One rule for the CLI,
+`needle mcp` and the MCP tools' arguments, so one file names the same files under both tools.
+
+BM25 (`backend: bm25`): `lang` and `tokenizer` (auto, default, regex, jieba, character, char) give the terms
+UltraRAG's bm25s tokenizer gives -- lower-cased, split by bm25s' pattern, per character or by jieba, the stopwords
+of `lang` dropped, no stemming (``components.embedders.embedder_factory.bm25_tokenizer``); the index records that
+tokenizer, so its searches cut queries the same way.
 
 Where things go: the chosen backend's path *is* the index directory (what `needle search DIR` takes) -- bm25
 `save_path`, faiss `index_path`, a Milvus Lite `uri`; for a Milvus server, `milvus_<collection_name>` beside
@@ -49,42 +65,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from haystack.utils import Secret
-
 from components.checks import MAX_TOP_K
-from components.embedders.embedder_factory import (
-    OPTIONAL_STRING,
-    OPTIONS,
-    EmbedderSpec,
-    OptionType,
-    check_block,
-    check_options,
-    embedder_spec,
-    options_block,
-)
+from components.embedders.embedder_factory import EmbedderSpec, check_options, options_block
 from needle_retrieval.defaults import DEFAULT_MODEL, DEFAULT_TOP_K
 from needle_retrieval.errors import NeedleError
-from needle_retrieval.index.build import StoreChoice
-from needle_retrieval.index.manifest import IndexManifest
-from needle_retrieval.index.options import IndexOptions
-from needle_retrieval.pipelines.embedders import backend_name
-from needle_retrieval.ultrarag.keys import take_literal
+from needle_retrieval.ultrarag.backends import BLOCK_EXTRA as BLOCK_EXTRA  # docs/hooks.py reads it here
+from needle_retrieval.ultrarag.backends import embedding_spec
 from needle_retrieval.ultrarag.stores import IndexBackend, check_index_backend
-from needle_retrieval.ultrarag.values import (
-    bool_value,
-    gpu_list,
-    int_value,
-    optional_string,
-    path_value,
-    resolved,
-    string_value,
-)
+from needle_retrieval.ultrarag.values import bool_value, int_value, optional_string, path_value, resolved, string_value
 from needle_retrieval.ultrarag.websearch import WebSearchChoice, build_web_search, retriever_url, web_search_choice
 from needle_retrieval.yaml_data import load_yaml
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Haystack (and torch with it) loads when a config is checked, not when this module is imported
     from components.websearch.web_batch_search import WebBatchSearch
     from components.websearch.web_search import WebSearch
+    from needle_retrieval.index.build import StoreChoice
+    from needle_retrieval.index.options import IndexOptions
 
 __all__ = ["UltraRAGConfig", "WebSearchChoice", "load_config", "search_target", "web_search_component"]
 
@@ -93,31 +89,28 @@ TOP_LEVEL = (
     "model_name_or_path", "corpus_path", "embedding_path", "collection_name", "backend", "backend_configs",
     "index_backend", "index_backend_configs", "websearch_backend", "websearch_backend_configs", "batch_size",
     "top_k", "gpu_ids", "query_instruction", "is_multimodal", "overwrite", "retrieve_thread_num", "retriever_url",
-    "is_demo",
+    "is_demo", "path",
 )  # fmt: skip
-# Keys of a backend block read here, not by the factory, and their types.
-BLOCK_EXTRA: dict[str, dict[str, OptionType]] = {
-    "openai": {"api_key": OPTIONAL_STRING},
-    "bm25": {"save_path": OPTIONAL_STRING},
-}
-KEY_VARIABLES = ["RETRIEVER_API_KEY", "OPENAI_API_KEY"]
+UNUSED_TOP_LEVEL = ("path",)  # UltraRAG's client reads it (where the server's code is); accepted, ignored here
+ARGUMENTS = "retriever_init"  # what errors name when the values come as arguments, with no file
 MAX_THREADS = 64  # the web search components' limit of retrieve_thread_num
 
 
 @dataclass(frozen=True)
 class UltraRAGConfig:
-    """What a parameter.yaml asks `needle` to build and search, checked and with paths resolved."""
+    """What a parameter.yaml (or `retriever_init`'s arguments) asks `needle` to build and search, checked and with
+    paths resolved."""
 
-    path: Path
+    path: Path | None  # the parameter file; None: the values came as arguments (load_config(None, ...))
     corpus: Path
     embedding_path: Path | None
     spec: EmbedderSpec
     index_dir: Path
-    target: StoreChoice
+    target: "StoreChoice"
     top_k: int
     overwrite: bool
     multimodal: bool  # is_multimodal: an image corpus, embedded by SPEC's CLIP model (needle_retrieval.index.images)
-    options: IndexOptions  # repeated ids by position; the dense store's settings (needle_retrieval.index.options)
+    options: "IndexOptions"  # repeated ids by position; the store's settings, BM25's tokenizer (index.options)
     websearch: WebSearchChoice  # websearch_backend and websearch_backend_configs (needle_retrieval.ultrarag.websearch)
     retrieve_thread_num: int  # web search: queries in flight at once
     retriever_url: str  # the deploy server of retriever_deploy_search
@@ -126,6 +119,11 @@ class UltraRAGConfig:
     def model(self) -> str | None:
         """The model name the manifest records (openai: `model_name`); None for BM25."""
         return self.spec.model if self.spec.dense else None
+
+    @property
+    def source(self) -> str:
+        """What errors about these values name: the file, or `retriever_init` when they came as arguments."""
+        return ARGUMENTS if self.path is None else str(self.path)
 
 
 # `needle index` flags that the file's keys set instead: flag -> (its default, the key that sets it).
@@ -141,6 +139,7 @@ FILE_FLAGS = {
     "collection": (None, "collection_name"),
     "multimodal": (False, "is_multimodal"),
     "duplicate_ids": ("error", "corpus_path, read by UltraRAG's rule (repeated ids keyed by position),"),
+    "bm25_tokenizer": ("bm25s", "backend_configs.bm25.tokenizer"),
 }
 
 
@@ -158,13 +157,17 @@ def search_target(config: UltraRAGConfig) -> tuple[Path, str]:
     :raises NeedleError: The index there was built for another backend than the file names (naming both), or
         there is no index yet.
     """
+    from needle_retrieval.index.manifest import IndexManifest
+    from needle_retrieval.pipelines.embedders import backend_name
+
     manifest = IndexManifest.load(config.index_dir)
     wanted = config.spec.backend if config.spec.dense else "bm25"
     built = backend_name(manifest.embedder) if "dense" in manifest.modes else "bm25"
     if built != wanted:
+        rebuild = "retriever_index or bm25_index" if config.path is None else f"`needle index --config {config.path}`"
         raise NeedleError(
-            f"{config.path}: backend {wanted} names the index {config.index_dir}, but it was built with backend "
-            f"{built}: run `needle index --config {config.path}` first"
+            f"{config.source}: backend {wanted} names the index {config.index_dir}, but it was built with backend "
+            f"{built}: run {rebuild} first"
         )
     return config.index_dir, "dense" if config.spec.dense else "bm25"
 
@@ -182,43 +185,61 @@ def web_search_component(
         return build_web_search(config.websearch, backend, batch, config.top_k, config.retrieve_thread_num)
     except ValueError as error:
         name = backend or config.websearch.backend
-        raise NeedleError(f"{config.path}: websearch_backend_configs.{name}: {error}") from None
+        raise NeedleError(f"{config.source}: websearch_backend_configs.{name}: {error}") from None
 
 
-def load_config(path: Path, overrides: Mapping[str, Any] | None = None) -> UltraRAGConfig:
+def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> UltraRAGConfig:
     """Read and check PATH; every problem is a NeedleError naming the file and key.
 
     OVERRIDES: top-level keys replacing the file's values (as UltraRAG's tools take them as parameters), checked
-    and resolved exactly as the file's own (paths relative to the file).
+    and resolved exactly as the file's own (relative paths against the working directory). PATH None: no file,
+    OVERRIDES are all the values (UltraRAG's `retriever_init` arguments), and errors name `retriever_init`.
+    Keys UltraRAG would not read (see the module docstring) are named in one warning.
     """
-    path = Path(path)
+    path = None if path is None else Path(path)
+    data = {} if path is None else _read(path)
+    data.update(overrides or {})
+    source = ARGUMENTS if path is None else str(path)
+    ignored: list[str] = []
+    try:
+        config = _checked(path, data, ignored)
+    except ValueError as error:
+        raise NeedleError(f"{source}: {error}") from None
+    if ignored:
+        names = ", ".join(ignored)
+        logger.warning(f"{source}: ignored, as UltraRAG ignores them (not read with these backends): {names}")
+    return config
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The mapping the parameter file PATH holds."""
     try:
         data = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise NeedleError(f"cannot read the parameter file {path}: {' '.join(str(error).split())}") from None
     if not isinstance(data, dict):
         raise NeedleError(f"{path}: a parameter file holds a mapping of UltraRAG's keys, got {type(data).__name__}")
-    data.update(overrides or {})
-    try:
-        return _checked(path, data)
-    except ValueError as error:
-        raise NeedleError(f"{path}: {error}") from None
+    return data
 
 
-def _checked(path: Path, data: dict[str, Any]) -> UltraRAGConfig:
-    """The config of DATA (parsed from PATH); a ValueError names the key."""
-    check_options("parameter file", data, TOP_LEVEL)
-    base = path.resolve().parent
+def _checked(path: Path | None, data: dict[str, Any], ignored: list[str]) -> UltraRAGConfig:
+    """The config of DATA (parsed from PATH, or arguments when None); a ValueError names the key. The names of the
+    keys UltraRAG would not read are added to IGNORED."""
+    from needle_retrieval.index.options import IndexOptions
+
+    check_options("parameter file" if path is not None else "arguments", data, TOP_LEVEL)
+    ignored += [key for key in UNUSED_TOP_LEVEL if key in data]
+    base = Path.cwd()
     multimodal, demo = bool_value(data, "is_multimodal"), bool_value(data, "is_demo")
-    backend = "openai" if demo else string_value(data, "backend", "sentence_transformers")
-    index_backend = "milvus" if demo else string_value(data, "index_backend", "faiss")
+    backend = "openai" if demo else string_value(data, "backend", "sentence_transformers").lower()
+    index_backend = "milvus" if demo else string_value(data, "index_backend", "faiss").lower()
     if multimodal and (backend, index_backend) != ("sentence_transformers", "faiss"):
         raise ValueError(
             "is_multimodal: true needs backend sentence_transformers (a CLIP model) and index_backend faiss"
         )
-    spec = _spec(data, backend)
+    spec = embedding_spec(data, backend, ignored)
     stores = options_block("index_backend_configs", data.get("index_backend_configs"))
-    chosen = check_index_backend(index_backend, stores, optional_string(data, "collection_name"), spec.dense)
+    chosen = check_index_backend(index_backend, stores, optional_string(data, "collection_name"), spec.dense, ignored)
     embedding = path_value(base, data, "embedding_path")
     if embedding is not None and embedding.suffix != ".npy":
         raise ValueError(f"embedding_path must end with .npy, got {data.get('embedding_path')!r}")
@@ -232,27 +253,15 @@ def _checked(path: Path, data: dict[str, Any]) -> UltraRAGConfig:
         top_k=int_value(data, "top_k", DEFAULT_TOP_K, MAX_TOP_K),
         overwrite=bool_value(data, "overwrite"),
         multimodal=multimodal,
-        options=IndexOptions(duplicate_ids="position", store_settings=chosen.settings),
-        websearch=web_search_choice(data.get("websearch_backend"), data.get("websearch_backend_configs")),
+        options=IndexOptions(
+            duplicate_ids="position",
+            store_settings=chosen.settings,
+            bm25_tokenizer=None if spec.dense else spec.bm25_tokenizer(),
+        ),
+        websearch=web_search_choice(data.get("websearch_backend"), data.get("websearch_backend_configs"), ignored),
         retrieve_thread_num=int_value(data, "retrieve_thread_num", 1, MAX_THREADS),
         retriever_url=retriever_url(data.get("retriever_url")),
     )
-
-
-def _spec(data: dict[str, Any], backend: str) -> EmbedderSpec:
-    """The embedding backend's checked spec (BM25's too: it holds the tokenizer settings)."""
-    spec = embedder_spec(
-        backend,
-        string_value(data, "model_name_or_path", ""),
-        _backend_block(data, backend),
-        query_instruction=string_value(data, "query_instruction", ""),
-        batch_size=int_value(data, "batch_size", 32),
-        gpu_ids=gpu_list(data.get("gpu_ids"), backend),
-        api_key=_api_key(data, backend),
-    )
-    if spec.dense and not string_value(data, "model_name_or_path", "") and backend != "openai":
-        raise ValueError("model_name_or_path: the model is required for a dense backend")
-    return spec
 
 
 def _index_dir(
@@ -283,31 +292,6 @@ def _bm25_dir(base: Path, data: dict[str, Any]) -> Path | None:
             "the BM25 index needs a directory of its own"
         )
     return where
-
-
-def _backend_block(data: dict[str, Any], backend: str) -> dict[str, Any]:
-    """Check every block of `backend_configs` (keys and their types); the chosen backend's block, factory keys
-    only."""
-    configs = options_block("backend_configs", data.get("backend_configs"))
-    check_options("backend_configs", configs, tuple(OPTIONS))
-    for name in configs:
-        configs[name] = options_block(f"backend_configs.{name}", configs[name])
-        check_block(name, configs[name], BLOCK_EXTRA.get(name))
-    data["backend_configs"] = configs
-    block = dict(configs.get(backend) or {})
-    for extra in BLOCK_EXTRA.get(backend, ()):
-        block.pop(extra, None)
-    return block
-
-
-def _api_key(data: dict[str, Any], backend: str) -> Secret | None:
-    """The openai key's Secret; a literal key in the file is moved into RETRIEVER_API_KEY with a warning."""
-    if backend != "openai":
-        return None
-    key = (data["backend_configs"].get("openai") or {}).get("api_key")
-    if not take_literal("backend_configs.openai.api_key", key, "RETRIEVER_API_KEY"):
-        return None
-    return Secret.from_env_var(KEY_VARIABLES, strict=False)
 
 
 def _location_key(backend: str, index_backend: str, chosen: IndexBackend) -> str:

@@ -1,6 +1,9 @@
 """UltraRAG's `index_backend` (faiss | milvus) and `index_backend_configs`, mapped onto `needle index` stores.
 
-Every key of both blocks means what it means in UltraRAG (only the chosen backend's block is used, as there):
+Every key of both blocks means what it means in UltraRAG. Only the chosen backend's block is used, as there: a
+key needle does not know is an error in it, and in any other block (or a block of a backend needle does not
+know, or both blocks for a BM25 backend) one the caller warns about and ignores, as UltraRAG never reads them;
+the keys needle knows are type-checked in every block.
 
 - faiss: `index_path` is the index directory itself (UltraRAG's FAISS file becomes needle's directory of
   generations there, so the faiss, Milvus and BM25 indexes of one file never share a directory);
@@ -8,7 +11,9 @@ Every key of both blocks means what it means in UltraRAG (only the chosen backen
   when faiss sees any, else the CPU after one warning (as UltraRAG falls back to the CPU).
 - milvus: `uri` is a Milvus Lite path, which is the index directory itself (each generation keeps its own
   database inside it), or a server URL (`http://host:port`; each build its own collection behind the alias
-  `collection_name`). A literal `token` is used through MILVUS_TOKEN for this run, never written anywhere.
+  `collection_name`: the top-level one, else the block's, as UltraRAG's top-level value replaces the block's;
+  FAISS and BM25 ignore it, as UltraRAG does). A literal `token` is used through MILVUS_TOKEN for this run, never
+  written anywhere.
   `id_field_name`, `vector_field_name`, `text_field_name`, `id_max_length`, `text_max_length`, `index_params`,
   `search_params` and `index_chunk_size` (rows per insert) are the collection's settings. `metric_type` (here
   and inside `index_params` / `search_params`) must be IP: needle's searches and fusion read inner products.
@@ -17,7 +22,7 @@ The store settings are recorded in the index (``needle_retrieval.index.options``
 """
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.embedders.embedder_factory import (
     OPTIONAL_BOOL,
@@ -30,14 +35,14 @@ from components.embedders.embedder_factory import (
     options_block,
 )
 from components.stores.milvus.settings import MilvusSettings
-from needle_retrieval.index.build import StoreChoice
 from needle_retrieval.index.milvus_place import DEFAULT_COLLECTION, is_server
-from needle_retrieval.index.options import FAISS_SETTINGS, MILVUS_SETTINGS
 from needle_retrieval.ultrarag.keys import take_literal
+from needle_retrieval.ultrarag.values import unknown_keys
+
+if TYPE_CHECKING:  # needle_retrieval.index imports Haystack: only when a config is checked
+    from needle_retrieval.index.build import StoreChoice
 
 INDEX_BACKENDS = ("faiss", "milvus")
-FAISS_KEYS = (*FAISS_SETTINGS, "index_path")
-MILVUS_KEYS = ("uri", "token", "collection_name", "metric_type", *MILVUS_SETTINGS)
 METRIC = "IP"  # the metric of every needle Milvus collection (needle_retrieval.index.milvus_place.store_params)
 SEARCH_PARAM_KEYS = ("metric_type", "params")
 # The type of every key of both blocks (null: the store's default, as UltraRAG leaves it out).
@@ -58,37 +63,54 @@ TYPES: dict[str, dict[str, OptionType]] = {
         "index_chunk_size": OPTIONAL_INT,
     },
 }
+FAISS_KEYS, MILVUS_KEYS = tuple(TYPES["faiss"]), tuple(TYPES["milvus"])  # every key of each block
+KEYS = {"faiss": FAISS_KEYS, "milvus": MILVUS_KEYS}
+
+
+def _faiss_choice() -> "StoreChoice":
+    """The default target: FAISS in the index directory."""
+    from needle_retrieval.index.build import StoreChoice
+
+    return StoreChoice()
 
 
 @dataclass(frozen=True)
 class IndexBackend:
     """Where the dense part goes and with which store settings.
 
-    ``location``: the path (relative to the file) that is the index directory -- faiss `index_path` or a Milvus
-    Lite `uri`; None for BM25 (its `save_path` places it) and for a Milvus server (nothing local names it).
+    ``location``: the path (relative to the working directory) that is the index directory -- faiss
+    `index_path` or a Milvus Lite `uri`; None for BM25 (its `save_path` places it) and for a Milvus server (nothing
+    local names it).
     """
 
-    target: StoreChoice = field(default_factory=StoreChoice)
+    target: "StoreChoice" = field(default_factory=_faiss_choice)
     settings: dict[str, Any] = field(default_factory=dict)
     location: str | None = None
 
 
-def check_index_backend(index_backend: str, stores: Any, collection_name: Any, dense: bool) -> IndexBackend:
+def check_index_backend(
+    index_backend: str, stores: Any, collection_name: Any, dense: bool, ignored: list[str]
+) -> IndexBackend:
     """The store, its settings and the path that places the index, for INDEX_BACKEND and its block of STORES.
 
-    Both blocks are checked (keys and the types of their values), whichever is chosen.
+    The chosen block (none for a BM25 backend: not DENSE) must hold known keys only; the names of unknown keys and
+    blocks elsewhere are added to IGNORED. Known keys are type-checked in both blocks.
 
-    :raises ValueError: An unknown index backend, key (all of them named), a value of the wrong type (naming its
-        key path), or a value needle's index cannot honour (naming it).
+    :raises ValueError: An unknown index backend, key of the chosen block (all of them named), a value of the wrong
+        type (naming its key path), or a value needle's index cannot honour (naming it).
     """
     if index_backend not in INDEX_BACKENDS:
         raise ValueError(f"index_backend {index_backend!r} is not supported; choose one of {', '.join(INDEX_BACKENDS)}")
     stores = options_block("index_backend_configs", stores)
-    check_options("index_backend_configs", stores, INDEX_BACKENDS)
+    ignored += unknown_keys("index_backend_configs", stores, INDEX_BACKENDS)
     blocks = {name: options_block(f"index_backend_configs.{name}", stores.get(name)) for name in INDEX_BACKENDS}
-    for name, keys in (("faiss", FAISS_KEYS), ("milvus", MILVUS_KEYS)):
-        check_options(f"index_backend_configs.{name}", blocks[name], keys)
-        check_types(f"index_backend_configs.{name}", blocks[name], TYPES[name])
+    for name, block in blocks.items():
+        where = f"index_backend_configs.{name}"
+        if dense and name == index_backend:
+            check_options(where, block, KEYS[name])
+        else:
+            ignored += unknown_keys(where, block, KEYS[name])
+        check_types(where, block, TYPES[name])
     if not dense:
         return IndexBackend()  # bm25: no vector store; save_path places the index
     block = blocks[index_backend]
@@ -110,11 +132,15 @@ def _faiss(block: dict[str, Any]) -> IndexBackend:
         if not isinstance(use_gpu, bool):
             raise ValueError(f"index_backend_configs.faiss.index_use_gpu must be true or false, got {use_gpu!r}")
         settings["index_use_gpu"] = use_gpu
-    return IndexBackend(StoreChoice(), settings, _location("index_backend_configs.faiss.index_path", block))
+    return IndexBackend(_faiss_choice(), settings, _location("index_backend_configs.faiss.index_path", block))
 
 
 def _milvus(block: dict[str, Any], collection_name: Any) -> IndexBackend:
-    """The Milvus block: its place (Lite path or server), token, collection and the collection's settings."""
+    """The Milvus block: its place (Lite path or server), token, collection (COLLECTION_NAME, the top-level one,
+    else the block's) and the collection's settings."""
+    from needle_retrieval.index.build import StoreChoice
+    from needle_retrieval.index.options import MILVUS_SETTINGS
+
     uri = block.get("uri")
     take_literal("index_backend_configs.milvus.token", block.get("token"), "MILVUS_TOKEN", "token")
     metric = block.get("metric_type", METRIC)
@@ -123,7 +149,7 @@ def _milvus(block: dict[str, Any], collection_name: Any) -> IndexBackend:
     settings = {key: block[key] for key in MILVUS_SETTINGS if block.get(key) is not None}
     if "search_params" in settings:
         settings["search_params"] = _search_params(settings["search_params"])
-    collection = block.get("collection_name", collection_name) or None
+    collection = collection_name or block.get("collection_name") or None
     try:
         MilvusSettings(collection_name=collection or DEFAULT_COLLECTION, metric_type=METRIC, **settings)
     except (TypeError, ValueError) as error:

@@ -2,7 +2,8 @@
 `gpu_ids` as the GPUs this machine has.
 
 Each reader refuses a value of the wrong type with the key's name (a quoted "false" is not a boolean, a quoted
-number not an integer); paths are resolved against the file's own directory.
+number not an integer). Paths are resolved as UltraRAG resolves them: a relative path against the current working
+directory (``base``, taken once per load), `~` expanded, an absolute path as given.
 """
 
 import logging
@@ -47,8 +48,8 @@ def available_gpus(ids: list[int]) -> list[int] | None:
 
 
 def path_value(base: Path, data: Mapping[str, Any], key: str, shown: str | None = None) -> Path | None:
-    """DATA's KEY (a path in the file; SHOWN names it in errors, default KEY) resolved against the file's
-    directory; None when absent or empty."""
+    """DATA's KEY (a path; SHOWN names it in errors, default KEY) resolved against BASE, the working directory;
+    None when absent or empty."""
     value = data.get(key)
     if value is not None and not isinstance(value, str):
         raise ValueError(f"{shown or key} must be a path (a string), got {value!r}")
@@ -56,8 +57,8 @@ def path_value(base: Path, data: Mapping[str, Any], key: str, shown: str | None 
 
 
 def resolved(base: Path, value: str | None) -> Path | None:
-    """VALUE, a path of the file already checked to be a string, resolved against the file's directory; None when
-    absent or empty."""
+    """VALUE, a path already checked to be a string, `~` expanded and resolved against BASE (the working directory;
+    an absolute VALUE stays as it is); None when absent or empty."""
     return base / Path(value).expanduser() if value else None
 
 
@@ -95,3 +96,9 @@ def bool_value(data: dict[str, Any], key: str) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{key} must be true or false, got {value!r}")
     return value
+
+
+def unknown_keys(where: str, given: Mapping[Any, Any], allowed: tuple[str, ...]) -> list[str]:
+    """The keys of GIVEN (a block at WHERE) that are not in ALLOWED, as WHERE.KEY, sorted as text whatever their
+    YAML type: what a block UltraRAG never reads may carry, which the caller names in one warning."""
+    return [f"{where}.{key}" for key in sorted({str(key) for key in given if key not in allowed})]

@@ -2,7 +2,9 @@
 
 `websearch_backend` (tavily | exa | zhipuai, any case; null: tavily, UltraRAG's default) chooses the provider;
 each block of `websearch_backend_configs` becomes the init parameters of our component for that provider
-(``WebSearchChoice.options``), so every block is checked and usable, not only the chosen one:
+(``WebSearchChoice.options``), so every block is checked and usable, not only the chosen one (the tools take the
+provider per call). A key the chosen provider's block does not take is an error; one in another provider's block,
+or a block of a provider needle does not know, is ignored with the caller's warning, as UltraRAG never reads it.
 
 - `api_key`: a ``Secret`` reading EXA_API_KEY / TAVILY_API_KEY / ZHIPUAI_API_KEY (UltraRAG's fallbacks). An empty
   key means "from that variable"; a literal key is moved into it for this run with a warning
@@ -22,8 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from haystack.utils import Secret
-
 from components.checks import check_base_url
 from components.embedders.embedder_factory import (
     OPTIONAL_BOOL,
@@ -34,6 +34,7 @@ from components.embedders.embedder_factory import (
     options_block,
 )
 from needle_retrieval.ultrarag.keys import take_literal
+from needle_retrieval.ultrarag.values import unknown_keys
 
 if TYPE_CHECKING:  # the components import their provider's SDK: only when a component is built
     from components.websearch.web_batch_search import WebBatchSearch
@@ -75,25 +76,34 @@ class WebSearchChoice:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def web_search_choice(backend: Any, configs: Any) -> WebSearchChoice:
-    """The choice of `websearch_backend` BACKEND with `websearch_backend_configs` CONFIGS.
+def web_search_choice(backend: Any, configs: Any, ignored: list[str]) -> WebSearchChoice:
+    """The choice of `websearch_backend` BACKEND with `websearch_backend_configs` CONFIGS; the names of the keys and
+    blocks UltraRAG would not read (see the module docstring) are added to IGNORED.
 
-    :raises ValueError: An unknown provider or key, or a value that cannot be mapped (naming it).
+    :raises ValueError: An unknown provider, a key of the chosen provider's block it does not take, or a value that
+        cannot be mapped (naming it).
     """
     name = "tavily" if backend in (None, "") else backend
     if not isinstance(name, str) or name.lower() not in WEB_BACKENDS:
         raise ValueError(f"websearch_backend {backend!r} is not supported; choose one of {', '.join(WEB_BACKENDS)}")
     configs = options_block("websearch_backend_configs", configs)
-    check_options("websearch_backend_configs", configs, WEB_BACKENDS)
+    ignored += unknown_keys("websearch_backend_configs", configs, WEB_BACKENDS)
     blocks = {p: options_block(f"websearch_backend_configs.{p}", configs.get(p)) for p in WEB_BACKENDS}
+    for provider, block in blocks.items():
+        where = f"websearch_backend_configs.{provider}"
+        if provider == name.lower():
+            check_options(where, block, KEYS[provider])
+        else:
+            ignored += unknown_keys(where, block, KEYS[provider])
     options = {provider: _provider_options(provider, blocks[provider]) for provider in WEB_BACKENDS}
     return WebSearchChoice(name.lower(), options)
 
 
 def _provider_options(provider: str, block: Mapping[str, Any]) -> dict[str, Any]:
-    """The init parameters of PROVIDER's component from its block of the file."""
+    """The init parameters of PROVIDER's component from the keys it takes of its block of the file."""
+    from haystack.utils import Secret
+
     where = f"websearch_backend_configs.{provider}"
-    check_options(where, block, KEYS[provider])
     check_types(where, block, TYPES)
     variable = KEY_VARIABLES[provider]
     take_literal(f"{where}.api_key", block.get("api_key"), variable)
@@ -190,6 +200,8 @@ def build_web_search(
     :raises ValueError: An unknown backend, or an option the provider's component refuses (e.g. a top_k over
         its maximum).
     """
+    from haystack.utils import Secret
+
     from components.websearch import WebBatchSearch, WebSearch
 
     name = choice.backend if backend is None else backend

@@ -70,8 +70,17 @@ def trusted_model() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The project folder, the working directory of the whole module: the file's relative paths are read from the
+    working directory, as UltraRAG reads them."""
     folder = tmp_path_factory.mktemp("entry-points")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def built(folder: Path) -> Built:
     (folder / "data").mkdir()
     lines = SAMPLE.read_text(encoding="utf-8").splitlines(True)[:80]
     (folder / "data" / "corpus_example.jsonl").write_text("".join(lines), encoding="utf-8")

@@ -68,8 +68,10 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
         :param path: Directory the index is saved to and loaded from (the seed's ``save_path``); loaded lazily.
         :param lang: Tokenizer: ``en`` (stopwords + Snowball stemmer), ``zh`` (jieba) or ``character`` (CJK
             character unigrams and bigrams). Default ``en``.
-        :param tokenizer: A built-in tokenizer by name (``whitespace``, ``words``, ``lucene``, or a ``lang`` name), used
-            instead of ``lang``'s; or, in Python code only, a ``function(text) -> list[str]``: such a store
+        :param tokenizer: A built-in tokenizer by name (``whitespace``, ``words``, ``lucene``, a ``lang`` name, or
+            a bm25s-style ``SPLITTER:STOPWORDS`` such as ``regex:en``, UltraRAG's terms: see
+            ``components.stores.bm25.tokenizers``), used instead of ``lang``'s; or, in Python code only, a
+            ``function(text) -> list[str]``: such a store
             cannot be written to YAML, and its saved index opens only with a function passed again.
         :param method: BM25 variant: one of ``lucene`` (default), ``robertson``, ``atire``, ``bm25l``, ``bm25+``.
         :param k1: Term-frequency saturation, >= 0 (default 0.9).
@@ -129,8 +131,8 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
         if callable(self.tokenizer):
             raise SerializationError(
                 "BM25DocumentStore with a Python function as tokenizer cannot be serialized: a pipeline file may only "
-                "name a built-in tokenizer (en, zh, character, whitespace, words, lucene), since loading one never "
-                "runs code"
+                "name a built-in tokenizer (en, zh, character, whitespace, words, lucene, SPLITTER:STOPWORDS), since "
+                "loading one never runs code"
             )
         return default_to_dict(
             self,

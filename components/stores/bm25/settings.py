@@ -13,7 +13,14 @@ from typing import Any
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.bm25.scoring import METHODS
-from components.stores.bm25.tokenizers import CUSTOM, LANGUAGES, TOKENIZERS, validate_tokenizer_settings
+from components.stores.bm25.tokenizers import (
+    CUSTOM,
+    LANGUAGES,
+    SPLITTERS,
+    TOKENIZERS,
+    is_tokenizer_name,
+    validate_tokenizer_settings,
+)
 
 DEFAULTS: dict[str, Any] = {
     "lang": "en",
@@ -88,8 +95,9 @@ def saved_settings(manifest: dict[str, Any], manifest_file: Path) -> dict[str, A
         raise refuse("tokenizer" if not isinstance(tokenizer, dict) else "bm25", tokenizer, "an object")
     if tokenizer.get("lang") not in LANGUAGES:
         raise refuse("tokenizer.lang", tokenizer.get("lang"), f"one of {', '.join(LANGUAGES)}")
-    if tokenizer.get("tokenizer") not in (None, CUSTOM, *TOKENIZERS):
-        raise refuse("tokenizer.tokenizer", tokenizer.get("tokenizer"), f"null, {CUSTOM} or one of {TOKENIZERS}")
+    if tokenizer.get("tokenizer") not in (None, CUSTOM) and not is_tokenizer_name(tokenizer.get("tokenizer")):
+        allowed = f"null, {CUSTOM}, one of {TOKENIZERS} or SPLITTER:STOPWORDS ({'/'.join(SPLITTERS)}:a language)"
+        raise refuse("tokenizer.tokenizer", tokenizer.get("tokenizer"), allowed)
     if bm25.get("method") not in METHODS:
         raise refuse("bm25.method", bm25.get("method"), f"one of {', '.join(METHODS)}")
     for name in ("k1", "b", "delta"):

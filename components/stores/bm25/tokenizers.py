@@ -18,6 +18,12 @@ is looked up from it, so opening someone else's index or pipeline never runs the
 - ``lucene``: Lucene's StandardTokenizer segmentation (one-character and numeric tokens kept), lower-cased; with
   ``lang="en"`` also EnglishAnalyzer's possessive filter, 33-word stop list and Porter stemmer
   (``components.stores.bm25.lucene_tokenizer``): Lucene's recall, for users who compare with it.
+- ``SPLITTER:STOPWORDS`` (e.g. ``regex:en``, ``char:zh``, ``jieba:zh``): the terms of a bm25s ``Tokenizer`` built
+  with that splitter, ``stopwords=STOPWORDS`` and no stemmer, which is what UltraRAG's BM25 backend indexes
+  (``needle_retrieval.ultrarag`` maps its `tokenizer` and `lang` onto these names). The text is lower-cased, then
+  split: ``regex`` by bm25s' default pattern ``\b\\w\\w+\b``, ``char`` into its non-space characters (one each,
+  punctuation included), ``jieba`` by jieba's ``cut_for_search`` with each piece stripped and blanks dropped; then
+  bm25s' stopword list of that language goes (``none``: no stopwords).
 - a Python callable ``function(text: str) -> list[str]`` passed in code: used as is; it cannot be written
   into a YAML file or a manifest, so the index records only that a custom tokenizer was used.
 """
@@ -34,6 +40,15 @@ import numpy as np
 
 LANGUAGES = ("en", "zh", "character")
 TOKENIZERS = (*LANGUAGES, "whitespace", "words", "lucene")
+SPLITTERS = ("regex", "char", "jieba")
+"""The splitters of the ``SPLITTER:STOPWORDS`` tokenizers (bm25s without a stemmer, as UltraRAG runs it)."""
+STOPWORD_LISTS = {
+    "en": "STOPWORDS_EN", "en_plus": "STOPWORDS_EN_PLUS", "de": "STOPWORDS_GERMAN", "nl": "STOPWORDS_DUTCH",
+    "fr": "STOPWORDS_FRENCH", "es": "STOPWORDS_SPANISH", "pt": "STOPWORDS_PORTUGUESE", "it": "STOPWORDS_ITALIAN",
+    "ru": "STOPWORDS_RUSSIAN", "sv": "STOPWORDS_SWEDISH", "no": "STOPWORDS_NORWEGIAN", "zh": "STOPWORDS_CHINESE",
+    "tr": "STOPWORDS_TURKISH", "ko": "STOPWORDS_KOREAN", "da": "STOPWORDS_DANISH", "none": "",
+}  # fmt: skip
+"""The STOPWORDS of a ``SPLITTER:STOPWORDS`` tokenizer: bm25s' language codes -> its list in ``bm25s.stopwords``."""
 CUSTOM = "custom"
 """What a saved index records as its tokenizer when it was built with a Python callable."""
 STEM_CACHE_WORDS = 500_000
@@ -78,11 +93,23 @@ def validate_tokenizer_settings(lang: Any, tokenizer: Any) -> None:
         raise ValueError(f"lang must be one of {', '.join(LANGUAGES)}; got {lang!r}")
     if tokenizer is None or callable(tokenizer):
         return
-    if not isinstance(tokenizer, str) or tokenizer not in TOKENIZERS:
+    if not is_tokenizer_name(tokenizer):
         raise ValueError(
             f"tokenizer must be one of {', '.join(TOKENIZERS)} or a Python function(text: str) -> list[str] passed "
-            f"in code (names read from files never import code); got {tokenizer!r}"
+            f"in code (names read from files never import code), or SPLITTER:STOPWORDS with SPLITTER one of "
+            f"{', '.join(SPLITTERS)} and STOPWORDS one of {', '.join(STOPWORD_LISTS)}; got {tokenizer!r}"
         )
+
+
+def is_tokenizer_name(name: Any) -> bool:
+    """Whether NAME names a built-in tokenizer: one of ``TOKENIZERS`` or a ``SPLITTER:STOPWORDS`` pair."""
+    return isinstance(name, str) and (name in TOKENIZERS or bm25s_parts(name) is not None)
+
+
+def bm25s_parts(name: str) -> tuple[str, str] | None:
+    """(splitter, stopwords) of a ``SPLITTER:STOPWORDS`` tokenizer name; None for any other name."""
+    splitter, colon, stopwords = name.partition(":")
+    return (splitter, stopwords) if colon and splitter in SPLITTERS and stopwords in STOPWORD_LISTS else None
 
 
 def tokenizer_name(tokenizer: TokenizerSetting) -> str | None:
@@ -135,6 +162,9 @@ class BM25Tokenizer:
             from components.stores.bm25.lucene_tokenizer import lucene_tokenizer
 
             return lucene_tokenizer(english=self.lang == "en")
+        parts = bm25s_parts(name)
+        if parts is not None:
+            return _bm25s_style(*parts)
         return _BUILT_INS[name]()
 
     def _checked_user_terms(self, function: Callable[[str], list[str]], text: str, i: int) -> list[str]:
@@ -251,6 +281,41 @@ def _characters() -> Callable[[list[str]], list[list[str]]]:
         return terms
 
     return lambda texts: [tokenize(text) for text in texts]
+
+
+def _bm25s_style(splitter: str, stopwords: str) -> Callable[[list[str]], list[list[str]]]:
+    """A bm25s ``Tokenizer(splitter=..., stopwords=STOPWORDS, stemmer=None)``'s terms: lower-case the text, split
+    it with SPLITTER, drop the stopwords (see the module docstring)."""
+    import bm25s.stopwords
+
+    dropped = frozenset(getattr(bm25s.stopwords, STOPWORD_LISTS[stopwords]) if stopwords != "none" else ())
+    split: Callable[[str], list[str]]
+    if splitter == "regex":
+        split = _EN_WORD.findall
+    elif splitter == "char":
+        split = _non_space_characters
+    else:
+        split = _jieba_pieces()
+    return lambda texts: [[t for t in split(text.lower()) if t not in dropped] for text in texts]
+
+
+def _non_space_characters(text: str) -> list[str]:
+    """Every character of TEXT that is not whitespace, one term each."""
+    return [character for character in text if character.strip()]
+
+
+def _jieba_pieces() -> Callable[[str], list[str]]:
+    """jieba's search-mode pieces of a text, each stripped, blanks dropped (nothing else removed)."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+
+    def split(text: str) -> list[str]:
+        pieces = (piece.strip() for piece in jieba.cut_for_search(text))
+        return [piece for piece in pieces if piece]
+
+    return split
 
 
 def _whitespace() -> Callable[[list[str]], list[list[str]]]:

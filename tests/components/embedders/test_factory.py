@@ -34,8 +34,8 @@ KEY_ENV = "NEEDLE_TEST_FACTORY_KEY"
         ("openai", {"concurrency": 0}, r"concurrency must be an integer in \[1, 64\], got 0"),
         ("infinity", {"pooling_method": "max"}, "pooling_method must be one of auto, mean, cls"),
         ("infinity", {"engine": "torch"}, "backend_configs.infinity: option engine is not supported"),
-        ("bm25", {"tokenizer": "default"}, "backend_configs.bm25.tokenizer 'default' is not supported"),
-        ("bm25", {"lang": "fr"}, "backend_configs.bm25.lang must be one of en, zh"),
+        ("bm25", {"tokenizer": "bert"}, "backend_configs.bm25.tokenizer must be one of auto, default, regex, jieba"),
+        ("bm25", {"lang": "zh-cn"}, "backend_configs.bm25.lang must be one of en, english,"),
         (
             "sentence_transformers",
             {"sentence_transformers_encode": {"q_prompt": "query"}},
@@ -55,13 +55,18 @@ def test_gpu_ids_belong_to_sentence_transformers() -> None:
 
 
 @pytest.mark.parametrize(
-    ("block", "lang"),
-    [({}, "en"), ({"lang": "zh"}, "zh"), ({"tokenizer": "jieba"}, "zh"), ({"tokenizer": "character"}, "character")],
+    ("block", "lang", "tokenizer"),
+    [
+        ({}, "en", "regex:en"),
+        ({"lang": "zh"}, "zh", "jieba:zh"),
+        ({"tokenizer": "jieba"}, "en", "regex:en"),  # UltraRAG's jieba is for Chinese text only
+        ({"tokenizer": "character"}, "en", "char:en"),
+    ],
 )
-def test_bm25_settings_map_onto_our_store(block: dict[str, str], lang: str) -> None:
+def test_bm25_settings_map_onto_our_store(block: dict[str, str], lang: str, tokenizer: str) -> None:
     spec = embedder_spec("bm25", "", block)
     assert not spec.dense
-    assert spec.bm25_lang() == lang
+    assert (spec.bm25_lang(), spec.bm25_tokenizer()) == (lang, tokenizer)
     with pytest.raises(ValueError, match="backend bm25 has no embedders"):
         spec.query_embedder()
 

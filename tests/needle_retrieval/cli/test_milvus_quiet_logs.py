@@ -31,10 +31,10 @@ IDLE_S = 100.0  # longer than an idle pymilvus connection lasts on milvus-lite s
 REQUESTS = 10  # embedding requests, one after another, IDLE_S in all
 
 
-def needle(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a fresh process, as a user runs it."""
+def needle(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a fresh process, as a user runs it (from CWD)."""
     return subprocess.run(
-        needle_command(*args), check=False, cwd=REPO, env=env or server_env(), capture_output=True, text=True,
+        needle_command(*args), check=False, cwd=cwd, env=env or server_env(), capture_output=True, text=True,
         timeout=900,
     )  # fmt: skip
 
@@ -74,11 +74,11 @@ def test_a_build_that_idles_past_pymilvus_keepalive_prints_no_goaway(
     milvus_server: MilvusServer, milvus_collection: str, slow_embeddings: EmbeddingServer, tmp_path: Path
 ) -> None:
     config = parameter_file(tmp_path, slow_embeddings.url, milvus_server.uri, milvus_collection)
-    built = needle("index", "--config", str(config), env={**server_env(), "GRPC_VERBOSITY": "ERROR"})
+    built = needle("index", "--config", str(config), env={**server_env(), "GRPC_VERBOSITY": "ERROR"}, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     assert noise_in(built.stderr) == []
     assert len(slow_embeddings.state.log) == REQUESTS  # the build did wait IDLE_S for its embeddings
-    found = needle("search", "--config", str(config), "command-line parsing", "--json")
+    found = needle("search", "--config", str(config), "command-line parsing", "--json", cwd=tmp_path)
     assert found.returncode == 0, found.stderr
     assert len(json.loads(found.stdout)[0]) == 5
 

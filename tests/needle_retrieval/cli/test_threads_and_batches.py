@@ -157,7 +157,10 @@ def test_a_search_with_threads_answers_and_sets_torch_and_faiss(
     assert all(os.environ[name] == str(kept_threads) for name in THREAD_VARIABLES)
 
 
-def test_batch_size_replaces_the_batch_size_of_a_config_file(tmp_path: Path, corpus: Path) -> None:
+def test_batch_size_replaces_the_batch_size_of_a_config_file(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the file's paths are relative to the working directory, as UltraRAG's
     (tmp_path / "data").mkdir()
     shutil.copy(corpus, tmp_path / "data" / "corpus_example.jsonl")
     config = shutil.copy(DATA / "ultrarag_parameter.yaml", tmp_path / "parameter.yaml")  # batch_size: 16

@@ -25,8 +25,10 @@ QUERY = "compress data with bz2"
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    """The example parameter file beside data/corpus_example.jsonl (40 passages), as UltraRAG's layout has it."""
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example parameter file beside data/corpus_example.jsonl (40 passages), as UltraRAG's layout has it, and
+    the working directory there (the file's paths are relative to it, as UltraRAG's are)."""
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
     lines = (REPO / "samples" / "python_docs.jsonl").read_text().splitlines(True)[:40]
     (tmp_path / "data" / "corpus_example.jsonl").write_text("".join(lines))
@@ -56,7 +58,7 @@ def test_the_seed_file_drives_index_and_search(workdir: Path, capsys: pytest.Cap
     assert manifest.embedder is not None
     assert manifest.embedder["settings"]["batch_size"] == 16
     assert manifest.store_settings == {"index_chunk_size": 2000, "index_use_gpu": True}
-    npy = workdir / "embedding" / "embedding.npy"  # embedding_path, relative to the file
+    npy = workdir / "embedding" / "embedding.npy"  # embedding_path, relative to the working directory
     assert np.load(npy).shape == (40, 384)
     capsys.readouterr()
     assert main(["search", "--config", str(config), QUERY, "--json"]) == 0
@@ -99,15 +101,21 @@ def test_milvus_index_backend_drives_index_and_search(workdir: Path, capsys: pyt
         ({"retriever_port": 1}, "option retriever_port is not supported"),
         ({"backend": "colbert"}, "backend 'colbert' is not supported"),
         ({"index_backend": "qdrant"}, "index_backend 'qdrant' is not supported"),
-        ({"backend_configs": {"openai": {"model": "x"}}}, "backend_configs.openai: option model is not supported"),
-        ({"backend_configs": {"vllm": {}}}, "backend_configs: option vllm is not supported"),
+        (
+            {"backend": "openai", "backend_configs": {"openai": {"model": "x"}}},
+            "backend_configs.openai: option model is not supported",
+        ),
+        ({"backend": "BM25", "backend_configs": {"bm25": {"stem": True}}}, "backend_configs.bm25: option stem is not"),
         ({"index_backend": "milvus", "index_backend_configs": {"milvus": {"metric_type": "L2"}}}, "metric_type"),
         (
             {"index_backend": "milvus", "index_backend_configs": {"milvus": {"search_params": {"metric_type": "L2"}}}},
             "search_params.metric_type: a needle index uses 'IP'",
         ),
         ({"websearch_backend": "bing"}, "websearch_backend 'bing' is not supported"),
-        ({"websearch_backend_configs": {"exa": {"region": "eu"}}}, "websearch_backend_configs.exa: option region"),
+        (
+            {"websearch_backend": "exa", "websearch_backend_configs": {"exa": {"region": "eu"}}},
+            "websearch_backend_configs.exa: option region",
+        ),
         ({"websearch_backend_configs": {"tavily": {"retries": 0}}}, "tavily.retries counts tries"),
         (
             {"websearch_backend_configs": {"zhipuai": {"base_url": "https://open.bigmodel.cn/api/paas/v4"}}},

@@ -45,9 +45,11 @@ def clip_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def image_config(tmp_path: Path, clip_model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """UltraRAG HEAD's file turned multimodal (the CLIP model, `batch_size: 2`) beside an image corpus; progress
-    lines for every batch."""
+    """UltraRAG HEAD's file turned multimodal (the CLIP model, `batch_size: 2`) beside an image corpus, run from
+    its directory (its paths are relative to the working directory, as UltraRAG's); progress lines for every
+    batch."""
     monkeypatch.setenv(INTERVAL_VARIABLE, "0")
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "data" / "img").mkdir(parents=True)
     rows = []
     for colour in PAIRS:

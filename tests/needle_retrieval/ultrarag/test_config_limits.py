@@ -48,7 +48,7 @@ def test_a_parameter_file_past_python_s_limits_is_one_line(tmp_path: Path, text:
     path = tmp_path / "parameter.yaml"
     path.write_text(text)
     argv = [NEEDLE, "search", "--config", str(path), "zip archives"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1, done.stderr

@@ -42,8 +42,9 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    """The HEAD-shaped parameter file beside a small corpus at its corpus_path."""
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The HEAD-shaped parameter file beside a small corpus at its corpus_path, run from there."""
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
     lines = (REPO / "samples" / "python_docs.jsonl").read_text().splitlines(True)[:5]
     (tmp_path / "data" / "corpus_example.jsonl").write_text("".join(lines))
@@ -180,26 +181,52 @@ def test_unknown_keys_of_any_type_are_all_named_sorted_as_text(
             f"{config}: parameter file: options 1, zzz are not supported; allowed: model_name_or_path, corpus_path, "
             "embedding_path, collection_name, backend, backend_configs, index_backend, index_backend_configs, "
             "websearch_backend, websearch_backend_configs, batch_size, top_k, gpu_ids, query_instruction, "
-            "is_multimodal, overwrite, retrieve_thread_num, retriever_url, is_demo"
+            "is_multimodal, overwrite, retrieve_thread_num, retriever_url, is_demo, path"
         )
 
 
 @pytest.mark.parametrize(
     ("block", "where"),
     [
-        ("backend_configs", "backend_configs.bm25"),
-        ("index_backend_configs", "index_backend_configs.milvus"),
-        ("websearch_backend_configs", "websearch_backend_configs.exa"),
+        ("backend_configs", "backend_configs.sentence_transformers"),
+        ("index_backend_configs", "index_backend_configs.faiss"),
+        ("websearch_backend_configs", "websearch_backend_configs.tavily"),
     ],
 )
-def test_unknown_keys_of_any_type_inside_blocks_are_all_named(workdir: Path, block: str, where: str) -> None:
-    """The same inside every backend block, chosen or not: 10 and 'aaa' both named, in text order."""
+def test_unknown_keys_of_any_type_inside_chosen_blocks_are_all_named(workdir: Path, block: str, where: str) -> None:
+    """The same inside the chosen backend's block (the file's backend, index_backend, websearch_backend): 10 and
+    'aaa' both named, in text order."""
     config = workdir / "parameter.yaml"
     data = yaml.safe_load(config.read_text())
     data[block][where.split(".")[1]] |= {"aaa": 1, 10: 2}
     config.write_text(yaml.safe_dump(data))
     with pytest.raises(NeedleError, match=rf"{where}: options 10, aaa are not supported; allowed: "):
         load_config(config)
+
+
+def test_unknown_keys_of_any_type_in_blocks_not_chosen_are_named_in_one_warning(
+    workdir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """UltraRAG never reads the blocks of the backends not chosen: their unknown keys (10 and 'aaa', of any type,
+    in text order), unknown blocks and a `path` are accepted, all named in one warning."""
+    config = workdir / "parameter.yaml"
+    data = yaml.safe_load(config.read_text())
+    for block, name in (
+        ("backend_configs", "bm25"),
+        ("index_backend_configs", "milvus"),
+        ("websearch_backend_configs", "exa"),
+    ):
+        data[block][name] |= {"aaa": 1, 10: 2}
+    data["backend_configs"]["vllm"] = {"x": 1}
+    data["path"] = "servers/retriever/src/retriever.py"
+    config.write_text(yaml.safe_dump(data))
+    assert load_config(config).spec.backend == "sentence_transformers"
+    said = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert said == [
+        f"{config}: ignored, as UltraRAG ignores them (not read with these backends): path, backend_configs.vllm, "
+        "backend_configs.bm25.10, backend_configs.bm25.aaa, index_backend_configs.milvus.10, "
+        "index_backend_configs.milvus.aaa, websearch_backend_configs.exa.10, websearch_backend_configs.exa.aaa"
+    ]
 
 
 def test_a_quoted_boolean_is_one_line_from_the_cli(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:

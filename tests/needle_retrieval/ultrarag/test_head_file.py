@@ -45,8 +45,10 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def head(tmp_path: Path) -> Path:
-    """The HEAD-shaped parameter file (unchanged) beside data/corpus_example.jsonl; returns the file."""
+def head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The HEAD-shaped parameter file (unchanged) beside data/corpus_example.jsonl, run from that directory (its
+    paths are relative to the working directory, as UltraRAG's); returns the file."""
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
     shutil.copy(CORPUS, tmp_path / "data" / "corpus_example.jsonl")
     shutil.copy(EXAMPLE, tmp_path / "parameter.yaml")
