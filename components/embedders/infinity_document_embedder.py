@@ -105,8 +105,8 @@ class InfinityDocumentEmbedder(InfinityBackend, OpenAIDocumentEmbedder):
             progress_bar=progress_bar,
         )
 
-    def _fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
+    def fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
         """The OpenAI embedder's fingerprint, naming this backend and the pooling that shapes every vector."""
         # Named, not super(): @component rebuilds the class, so the zero-argument super() of its body fails.
-        base = OpenAIDocumentEmbedder._fingerprint(self, documents, texts)
+        base = OpenAIDocumentEmbedder.fingerprint(self, documents, texts)
         return {**base, "backend": "infinity", "pooling_method": self.pooling_method}

@@ -116,7 +116,7 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
         # shows its own progress): run-time wiring, neither an init parameter nor serialized.
         self.progress_callback: Callable[[int], object] | None = None
 
-    def _texts_to_embed(self, documents: list[Document]) -> list[str]:
+    def texts_to_embed(self, documents: list[Document]) -> list[str]:
         """The exact string sent per document: prefix, embedded meta fields, content, suffix (as Haystack's)."""
         texts = []
         for position, doc in enumerate(documents):
@@ -126,7 +126,7 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
             texts.append(text)
         return texts
 
-    def _fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
+    def fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
         """What makes an embedding file valid here: the backend, every option that changes a vector, ids, texts."""
         settings = {
             "backend": "openai",
@@ -144,13 +144,13 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
         path = self.embedding_path
         if path is None or not reusable(path, self.overwrite):
             return None
-        return load_embeddings(path, self._fingerprint(documents, texts))
+        return load_embeddings(path, self.fingerprint(documents, texts))
 
     def _kept(self, documents: list[Document], texts: list[str], matrix: npt.NDArray[np.float64]) -> Rows:
         """`matrix` as float32 rows, written to `embedding_path` (with its fingerprint) when one is set."""
         rows = matrix.astype(np.float32)
         if self.embedding_path is not None:
-            save_embeddings(self.embedding_path, rows, self._fingerprint(documents, texts))
+            save_embeddings(self.embedding_path, rows, self.fingerprint(documents, texts))
         return rows
 
     def _check(self, documents: Any) -> list[Document]:
@@ -180,7 +180,7 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
         """
         if not self._check(documents):
             return {"documents": [], "meta": {}}
-        texts = self._texts_to_embed(documents)
+        texts = self.texts_to_embed(documents)
         stored = self._stored(documents, texts)
         if stored is not None:
             return self._result(documents, stored, self._file_meta())
@@ -199,7 +199,7 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
         """Async twin of `run` (no progress bar), with the same input, output and errors."""
         if not self._check(documents):
             return {"documents": [], "meta": {}}
-        texts = self._texts_to_embed(documents)
+        texts = self.texts_to_embed(documents)
         stored = self._stored(documents, texts)
         if stored is not None:
             return self._result(documents, stored, self._file_meta())

@@ -166,7 +166,7 @@ class SentenceTransformersDocumentEmbedder(
         """True when `run` will try to read `embedding_path` instead of encoding."""
         return reusable(self.embedding_path, self.overwrite)
 
-    def _texts_to_embed(self, documents: list[Document]) -> list[str]:
+    def texts_to_embed(self, documents: list[Document]) -> list[str]:
         """The exact string encoded per document: prefix, embedded meta fields, content, suffix."""
         texts = []
         for doc in documents:
@@ -174,7 +174,7 @@ class SentenceTransformersDocumentEmbedder(
             texts.append(self.prefix + self.embedding_separator.join([*meta, doc.content or ""]) + self.suffix)
         return texts
 
-    def _fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
+    def fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
         """What makes an embedding file valid for this run: every option that changes a vector, ids and texts."""
         return build_fingerprint(self._settings(), [doc.id for doc in documents], texts)
 
@@ -216,11 +216,11 @@ class SentenceTransformersDocumentEmbedder(
 
     def _embeddings_for(self, documents: list[Document]) -> Embeddings:
         """Read the matrix from `embedding_path` when it matches, else encode (and save when a path is set)."""
-        texts = self._texts_to_embed(documents)
+        texts = self.texts_to_embed(documents)
         return load_or_encode(
             self.embedding_path,
             self.overwrite,
-            lambda: self._fingerprint(documents, texts),
+            lambda: self.fingerprint(documents, texts),
             lambda: self._encode_corpus(texts),
         )
 
@@ -259,7 +259,7 @@ class SentenceTransformersDocumentEmbedder(
     def _chunk_rows(self, documents: list[Document], offset: int | None, total: int | None) -> Embeddings:
         """The rows of one chunk of a streamed corpus (read from or written to `embedding_path`, if set)."""
         offset, total = check_chunk(offset, total, len(documents), None if self._stream is None else self._stream.count)
-        texts = self._texts_to_embed(documents)
+        texts = self.texts_to_embed(documents)
         if total == 0:
             return np.empty((0, 0), dtype=np.float32)
         if self.embedding_path is None:

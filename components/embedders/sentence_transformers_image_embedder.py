@@ -185,7 +185,7 @@ class SentenceTransformersImageEmbedder(HaystackSentenceTransformersDocumentImag
         except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
             raise ImageEmbeddingError(f"{self._where(doc)}: not a readable image ({e})") from None
 
-    def _fingerprint(self, documents: list[Document]) -> dict[str, Any]:
+    def fingerprint(self, documents: list[Document]) -> dict[str, Any]:
         """What makes an embedding file valid: model, normalisation, ids and the SHA-256 of each image's bytes."""
         settings = {"model": self.model, "input": "image", "normalize_embeddings": self.normalize_embeddings}
         digests = [hashlib.sha256(self._image_bytes(doc)).hexdigest() for doc in documents]
@@ -219,7 +219,7 @@ class SentenceTransformersImageEmbedder(HaystackSentenceTransformersDocumentImag
         return load_or_encode(
             self.embedding_path,
             self.overwrite,
-            lambda: self._fingerprint(documents),
+            lambda: self.fingerprint(documents),
             lambda: self._encode_images(documents),
         )
 

@@ -59,6 +59,7 @@ def build_index(
     lang: str = "en",
     target: StoreChoice = StoreChoice(),
     seed: Path | None = None,
+    encode: bool = True,
     embedder: Recorded = None,
     multimodal: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -71,6 +72,9 @@ def build_index(
 
     ``seed``: an embedding file to carry over when OUT has none of its own (e.g. another index of the same corpus);
     one the embedder refuses is re-encoded rather than an error.
+    ``encode``: False indexes SEED's vectors as they are (UltraRAG's ``retriever_index``): the previous generation's
+    embeddings are not taken, the model is never loaded, and a seed the embedder refuses is an error
+    (``EmbeddingsNotReusable``), never a re-encode.
     ``embedder``: the embedding backend as the manifest records it (``needle_retrieval.pipelines.embedders``; MODEL
     names its model); None: sentence-transformers MODEL.
     ``chunk_size``: documents read, embedded and written per pipeline run (``needle_retrieval.index.streaming``).
@@ -106,8 +110,9 @@ def build_index(
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
         with Stages(desc="Reusing (embeddings)", unit="bytes") as report:  # the old file's sha256, before reuse
-            reuse = previous_embeddings(out, report) if dense and not overwrite else None  # --overwrite re-encodes
-        seeded = reuse is None and seed is not None
+            keep = dense and encode and not overwrite  # --overwrite re-encodes; encode=False takes SEED only
+            reuse = previous_embeddings(out, report) if keep else None
+        seeded = reuse is None and seed is not None and encode
         build = Build(
             corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal,
             chunk_size, index_type, options,

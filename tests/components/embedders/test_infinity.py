@@ -175,7 +175,7 @@ def test_managed_text_and_document_embeddings_match_and_the_file_names_infinity(
     embedder = managed(InfinityDocumentEmbedder, minilm_path, embedding_path=path, progress_bar=False)
     out = embedder.run(documents=documents)["documents"]
     assert cosines([doc.embedding for doc in out], reference).min() >= 1 - 1e-4
-    fingerprint = embedder._fingerprint(documents, [doc.content for doc in documents])
+    fingerprint = embedder.fingerprint(documents, [doc.content for doc in documents])
     assert fingerprint["backend"] == "infinity"
     assert cosines(load_embeddings(path, fingerprint), reference).min() >= 1 - 1e-4
     single = managed(InfinityTextEmbedder, minilm_path)
