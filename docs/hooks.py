@@ -306,8 +306,9 @@ def operation(path: str, method: str, spec: dict[str, Any]) -> list[str]:
     body = spec.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
     if body is not None:
         out.append(f"**Request body** (JSON): {schema_link(body)}\n")
-        if "properties" in body:
-            out.append(fields_table(body))
+        for option in body.get("anyOf", [body]):  # /rerank takes TEI's body or the Cohere-style one
+            if "properties" in option:
+                out.append(fields_table(option))
     rows = []
     for status, answer in spec.get("responses", {}).items():
         content = (answer.get("content") or {}).get("application/json", {}).get("schema")

@@ -16,7 +16,7 @@
                 (fit the hybrid fusion and install it, write it to FILE only, or undo it)
     needle serve DIR [--host H] [--port P] [--reranker MODEL_DIR] [--fusion FILE|default]
                 (POST /<mode>_search/run, /mcp, /search, /rerank)
-    needle mcp --config parameter.yaml   (UltraRAG's retriever MCP tools on stdio, index-building tools included)
+    needle mcp [--config parameter.yaml]   (UltraRAG's retriever MCP tools on stdio, index-building tools included)
     needle pipelines list [--json] | show NAME   (the YAML pipelines the package ships, to read, edit and load)
 
 User errors (missing corpus, missing or broken index, wrong model, bad corpus line, a bad query or --top-k,
@@ -234,6 +234,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         deploy_search=args.allow_deploy_search,
         fusion=args.fusion,
         trust=trust_of(args),
+        ultrarag_mode=args.ultrarag_mode,
     )
 
 
@@ -246,10 +247,10 @@ def cmd_tune(args: argparse.Namespace) -> None:
 
 
 def cmd_mcp(args: argparse.Namespace) -> None:
-    """UltraRAG's retriever MCP server on stdio over the index a parameter file describes."""
+    """UltraRAG's retriever MCP server on stdio over the index a parameter file (or retriever_init) describes."""
     from needle_retrieval.serve.mcp_stdio import run_stdio
 
-    run_stdio(Path(args.config))
+    run_stdio(Path(args.config) if args.config else None)
 
 
 def cmd_pipelines(args: argparse.Namespace) -> None:

@@ -34,7 +34,10 @@ from needle_retrieval.defaults import (
 )
 from needle_retrieval.index.dense_type import FLAGS, INDEX_TYPES, RANGES, DenseIndexType
 
-CONFIG_HELP = "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend, paths relative to it)"
+CONFIG_HELP = (
+    "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend; relative paths from the working "
+    "directory, as UltraRAG reads them)"
+)
 
 
 def add_fusion_flag(command: argparse.ArgumentParser, what: str) -> None:
@@ -230,13 +233,23 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list the MCP tool retriever_deploy_search, which fetches a URL the caller names (default: off)",
     )
+    sv.add_argument(
+        "--ultrarag-mode",
+        choices=MODES,
+        metavar="MODE",
+        help="the mode UltraRAG's POST /search and MCP retriever_search answer in: dense, bm25, hybrid or rrf, one the "
+        "index serves (default: its dense part, as UltraRAG's retriever_search is dense; BM25 on a BM25-only index)",
+    )
     add_fusion_flag(sv, "server")
     add_trust_flags(sv)
 
     mc = sub.add_parser(
         "mcp", help="UltraRAG's retriever MCP server on stdio (what an MCP host launches), index tools included"
     )
-    mc.add_argument("--config", required=True, help=CONFIG_HELP)
+    mc.add_argument(
+        "--config",
+        help=CONFIG_HELP + "; without it the host's retriever_init call gives the values, as UltraRAG's client does",
+    )
     add_tune_parser(sub)
     add_pipelines_parser(sub)
     return p

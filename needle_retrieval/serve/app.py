@@ -3,8 +3,8 @@
 Routes: ``POST /<name>/run`` (``{"query": ..., "top_k"?: ...}`` -> ``{"result": ...}``, as Hayhooks answers YAML
 pipelines), MCP (streamable HTTP) at ``/mcp`` with UltraRAG's tools and needle's (``needle_retrieval.serve.mcp``),
 UltraRAG's ``POST /search`` (``needle_retrieval.serve.ultrarag``), TEI's ``POST /rerank``, ``GET /info`` and ``GET
-/health`` with ``--reranker`` (``needle_retrieval.serve.rerank``), Hayhooks' ``GET /status`` and ``GET /status/{name}``,
-and FastAPI's ``/openapi.json`` and ``/docs``.
+/health`` and the Cohere-style ``POST /v1/rerank`` with ``--reranker`` (``needle_retrieval.serve.rerank``), Hayhooks'
+``GET /status`` and ``GET /status/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``.
 There is no deploy, undeploy, file, chat or drawing route, and no CORS header unless origins are given.
 
 Searches run in a bounded thread pool off the event loop (``needle_retrieval.serve.run``), and at start-up everything
@@ -34,10 +34,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from components.checks import MAX_QUERY_CHARS
+from needle_retrieval.errors import one_line
 from needle_retrieval.pipelines.runner import SearchRunner
 from needle_retrieval.serve.answers import BODY_ERRORS, error_responses
 from needle_retrieval.serve.mcp import http_routes, with_mcp_lifespan
-from needle_retrieval.serve.pipelines import ServedPipelines, one_line
+from needle_retrieval.serve.pipelines import ServedPipelines
 from needle_retrieval.serve.rerank import RerankService, rerank_route
 from needle_retrieval.serve.run import INTERNAL_ERROR, SearchRequest, check_request_query, run_search
 from needle_retrieval.serve.ultrarag import UltraRAGSearch, ultrarag_route
@@ -181,8 +182,8 @@ def create_search_app(
     reranker: RerankService | None = None,
     mcp: MCPServer | None = None,
 ) -> FastAPI:
-    """The app: status, one run route per pipeline, UltraRAG's ``POST /search``, MCP at ``/mcp`` and TEI's
-    ``POST /rerank`` when given, bounded bodies, and CORS only for the given origins.
+    """The app: status, one run route per pipeline, UltraRAG's ``POST /search``, MCP at ``/mcp`` and the rerank routes
+    (TEI's ``POST /rerank``, ``POST /v1/rerank``) when given, bounded bodies, and CORS only for the given origins.
 
     With ``allowed_hosts``, a request whose ``Host`` header names another host is refused with 400: a server on
     127.0.0.1 is then out of reach of a web page that points its own domain name at 127.0.0.1 (DNS rebinding).

@@ -41,12 +41,13 @@ from pydantic import Field
 
 from components.checks import MAX_TOP_K
 from needle_retrieval.defaults import HAYHOOKS_DIR, MODES
+from needle_retrieval.errors import one_line
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.templates import fill_search_pipeline
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.feed import SearchPlan
 from needle_retrieval.search.searcher import check_mode
-from needle_retrieval.serve.pipelines import one_line, probed_runner, root_cause
+from needle_retrieval.serve.pipelines import probed_runner, root_cause
 from needle_retrieval.serve.run import check_request_query, run_search
 
 Query = Annotated[str, Field(strict=True)]

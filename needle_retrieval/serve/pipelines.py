@@ -26,7 +26,7 @@ from haystack import Pipeline
 
 import components  # noqa: F401  (allowlists our component modules for Pipeline.loads)
 from needle_retrieval.defaults import MODES
-from needle_retrieval.errors import NeedleError
+from needle_retrieval.errors import NeedleError, one_line
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.templates import fill_search_pipeline
 from needle_retrieval.index.trust import Trust
@@ -49,6 +49,8 @@ class ServedPipelines:
     stores: dict[str, Any]  # one document store per configuration, shared by every pipeline (share_stores)
     fusion: FusionSetting  # the fusion parameters every pipeline was built with
     trust: Trust | None = None  # what the user allows the index to use (None: the NEEDLE_* variables)
+    # the mode UltraRAG's /search and retriever_search answer in (needle serve --ultrarag-mode); None: dense first
+    ultrarag_mode: str | None = None
 
     @property
     def plans(self) -> dict[str, SearchPlan]:
@@ -82,11 +84,6 @@ def root_cause(error: BaseException) -> BaseException:
     while error.__cause__ is not None:
         error = error.__cause__
     return error
-
-
-def one_line(error: BaseException) -> str:
-    """An error's message on one line, its type when the message is empty."""
-    return " ".join(str(error).split()) or type(error).__name__
 
 
 def probed_runner(pipeline: Pipeline, plan: SearchPlan, stores: dict[str, Any]) -> SearchRunner:
@@ -123,20 +120,26 @@ def deploy(
     return PipelineRegistration(pipeline_name, wrapper, metadata), runner
 
 
-def deploy_all(index_dir: Path, fusion: FusionSetting | None = None, trust: Trust | None = None) -> ServedPipelines:
+def deploy_all(
+    index_dir: Path, fusion: FusionSetting | None = None, trust: Trust | None = None, ultrarag_mode: str | None = None
+) -> ServedPipelines:
     """Every servable search pipeline of INDEX_DIR, or a NeedleError: never a server with no pipeline.
 
     ``fusion``: the fusion parameters of every pipeline; None: the index's own (DIR/fusion.json or the defaults),
     read once here, so that every pipeline of the server has the same. ``trust``: what the index may use
-    (``needle_retrieval.index.trust``; None: what the NEEDLE_* variables allow).
+    (``needle_retrieval.index.trust``; None: what the NEEDLE_* variables allow). ``ultrarag_mode``: the mode
+    UltraRAG's ``/search`` and ``retriever_search`` answer in (``needle serve --ultrarag-mode``), one this index
+    serves, checked before anything loads; None: its dense part (``needle_retrieval.serve.ultrarag``).
     """
     manifest = IndexManifest.load(index_dir)
     modes = servable_modes(manifest)
     if not modes:
         raise NeedleError(f"index {index_dir} has no searchable part (modes: {manifest.modes or 'none'})")
+    if ultrarag_mode is not None and ultrarag_mode not in modes:
+        raise NeedleError(f"--ultrarag-mode {ultrarag_mode}: index {index_dir} serves {', '.join(modes)}")
     setting = index_fusion(Path(index_dir)) if fusion is None else fusion
     stores: dict[str, Any] = {}
     deployed = [deploy(index_dir, manifest, mode, stores, setting, trust) for mode in modes]
     registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
     runners = {registration.name: runner for registration, runner in deployed}
-    return ServedPipelines(registry, runners, Path(index_dir), manifest, stores, setting, trust)
+    return ServedPipelines(registry, runners, Path(index_dir), manifest, stores, setting, trust, ultrarag_mode)

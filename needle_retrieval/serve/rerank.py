@@ -1,7 +1,11 @@
-"""TEI's rerank API on `needle serve --reranker DIR`: ``POST /rerank``, ``GET /info`` and ``GET /health``.
+"""TEI's rerank API on `needle serve --reranker DIR`: ``POST /rerank``, ``GET /info`` and ``GET /health``, and
+the Cohere/Jina/Infinity-style ``POST /v1/rerank`` beside it.
 
 The routes answer as text-embeddings-inference (TEI) does, so TEI clients (Haystack's ``HuggingFaceTEIRanker``,
 ``tei-client``, our ``TEIRanker``) work unchanged; scoring is a local cross-encoder (``LocalCrossEncoderRanker``).
+``POST /v1/rerank`` takes and answers the Cohere-style shape (``needle_retrieval.serve.cohere_rerank``) that
+UltraRAG's reranker client posts, and so does ``POST /rerank`` for a body with ``documents`` and no ``texts`` (a
+client whose URL ends in ``/rerank``); both have TEI's limits and error shape below.
 
 ``POST /rerank`` takes ``{"query", "texts", "truncate"?, "truncation_direction"="right", "raw_scores"=false,
 "return_text"=false}`` and answers ``[{"index", "score", "text"?}]``, best first (ties by index). Like TEI it
@@ -14,15 +18,13 @@ first, on the requested side, and ranked. ``truncate`` null or absent means the 
 TEI's default up to 1.8, shown in ``/info``). Without truncation a pair over the limit is refused, as TEI does, with
 413 ``validation`` "`inputs` must have less than N tokens. Given: M" (TEI 1.9 moved this status to 422).
 
-Errors are TEI's ``{"error", "error_type"}``: 400 ``empty`` for no texts, 413 ``validation`` for more texts than
-the batch limit (``--reranker-max-batch``, 32 like TEI's ``--max-client-batch-size``) or a pair over the token
-limit, 422 ``validation`` for a malformed body or bad text, 424 ``backend`` when the model fails (details only in
-the server log).
+Errors are TEI's ``{"error", "error_type"}``, on one line: 400 ``empty`` for no texts (or documents), 413
+``validation`` for more texts than the batch limit (``--reranker-max-batch``, 32 like TEI's
+``--max-client-batch-size``) or a pair over the token limit, 422 ``validation`` for a malformed body or bad text,
+424 ``backend`` when the model fails (details only in the server log).
 
-``GET /info`` answers TEI's ``Info`` object (``model_type: {"reranker": {id2label, label2id}}``, the limits above,
-``version`` the TEI API level followed); ``model_id`` is the model directory's name, not its path. ``GET /health``
-answers 200 with an empty body: the model is loaded and probed before the server listens. The model directory
-passes mxRAG's checks (``LocalCrossEncoderRanker``).
+``GET /info`` answers TEI's ``Info`` object with the limits above, ``GET /health`` 200 once the model is loaded and
+probed (``needle_retrieval.serve.tei_info``). The model directory passes mxRAG's checks (``LocalCrossEncoderRanker``).
 """
 
 import contextlib
@@ -30,31 +32,31 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from hayhooks.server.logger import log
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
-from transformers import AutoConfig, AutoTokenizer
+from transformers import AutoTokenizer
 
-from components.checks import check_int, check_query
+from components.checks import check_int, check_query, check_unicode
 from components.rankers.local_cross_encoder_ranker import LocalCrossEncoderRanker
-from components.rankers.reranker_base import TEXT_MAX_CHARS, TEXTS_MAX_COUNT, Scores, check_texts
-from needle_retrieval.errors import NeedleError
+from components.rankers.reranker_base import TEXT_MAX_CHARS, TEXTS_MAX_COUNT, Scores
+from needle_retrieval.errors import NeedleError, one_line
+from needle_retrieval.serve import cohere_rerank as cohere
 from needle_retrieval.serve.answers import QUERY_SCHEMA, ErrorAnswer
-from needle_retrieval.serve.pipelines import one_line, root_cause
+from needle_retrieval.serve.pipelines import root_cause
 from needle_retrieval.serve.run import validation_message
+from needle_retrieval.serve.tei_info import info_routes, tei_info
 
 DEFAULT_MAX_BATCH = 32  # TEI's --max-client-batch-size default
 SCORING_BATCH = 32  # pairs per forward pass
-TEI_VERSION = "1.8.3"  # the TEI release whose HTTP answers these routes follow (statuses, auto_truncate default)
-MODEL_DTYPE = "float32"  # the ranker is loaded with use_fp16=False
-MAX_CONCURRENT_REQUESTS = 512  # TEI's default; requests over it queue here instead of getting 429
 TEXT_SCHEMA = {"minLength": 1, "maxLength": TEXT_MAX_CHARS}
 TruncationDirection = Literal["left", "right", "Left", "Right"]  # TEI's enum and its lower-case aliases
+Body = TypeVar("Body", bound=BaseModel)
 
 
 class TEIRerankRequest(BaseModel):
@@ -87,34 +89,6 @@ class TEIErrorAnswer(BaseModel):
     error_type: str
 
 
-class TEIClassifierModel(BaseModel):
-    """TEI's ``ClassifierModel``: the labels of the model's head, from its ``config.json``."""
-
-    id2label: dict[str, str]
-    label2id: dict[str, int]
-
-
-class TEIInfo(BaseModel):
-    """TEI's ``GET /info`` answer (router ``Info``), field for field."""
-
-    model_config = ConfigDict(protected_namespaces=())
-    model_id: str
-    model_sha: str | None
-    model_dtype: str
-    served_model_name: str
-    model_type: dict[Literal["reranker"], TEIClassifierModel]
-    max_concurrent_requests: int
-    max_input_length: int
-    max_batch_tokens: int
-    max_batch_requests: int | None
-    max_client_batch_size: int
-    auto_truncate: bool
-    tokenization_workers: int
-    version: str
-    sha: str | None
-    docker_label: str | None
-
-
 class TEIError(Exception):
     """An answer in TEI's error shape."""
 
@@ -143,46 +117,24 @@ class RerankService:
             self.ranker.warm_up()  # mxRAG's directory checks run here, before anything is loaded
             self._tokenizer = AutoTokenizer.from_pretrained(self.ranker.model_path, local_files_only=True)
             self.ranker.rerank("needle serve start-up probe", ["probe"])
-            self.info = self._info(Path(model_dir).name)
+            self.info = tei_info(self.ranker, Path(model_dir).name, SCORING_BATCH, self.max_batch, auto_truncate)
         except Exception as error:
             raise NeedleError(f"--reranker {model_dir} failed to load: {one_line(root_cause(error))}") from error
 
-    def _info(self, name: str) -> TEIInfo:
-        """What ``GET /info`` answers: the model's labels and this server's limits, in TEI's fields."""
-        config = AutoConfig.from_pretrained(self.ranker.model_path, local_files_only=True)
-        labels = TEIClassifierModel(
-            id2label={str(i): label for i, label in config.id2label.items()},
-            label2id={label: int(i) for label, i in config.label2id.items()},
-        )
-        return TEIInfo(
-            model_id=name,
-            model_sha=None,
-            model_dtype=MODEL_DTYPE,
-            served_model_name=name,
-            model_type={"reranker": labels},
-            max_concurrent_requests=MAX_CONCURRENT_REQUESTS,
-            max_input_length=self.ranker.max_tokens,
-            max_batch_tokens=SCORING_BATCH * self.ranker.max_tokens,
-            max_batch_requests=SCORING_BATCH,
-            max_client_batch_size=self.max_batch,
-            auto_truncate=self.auto_truncate,
-            tokenization_workers=1,  # one request tokenizes and scores at a time
-            version=TEI_VERSION,
-            sha=None,
-            docker_label=None,
-        )
-
-    def check(self, request: TEIRerankRequest) -> None:
-        """TEI's refusals, in TEI's order: no texts, too many texts, then our input checks and the token limit."""
-        if not request.texts:
-            raise TEIError(400, "`texts` cannot be empty", "empty")
-        if len(request.texts) > self.max_batch:
-            raise TEIError(
-                413, f"batch size {len(request.texts)} > maximum allowed batch size {self.max_batch}", "validation"
-            )
+    def check(self, query: str, texts: list[str], field: str = "texts") -> None:
+        """TEI's refusals, in TEI's order: no texts, too many texts, then our input checks (a query as ``/search``
+        takes it, texts of 1 to 1 MiB characters of valid Unicode); FIELD is what the body calls the texts."""
+        if not texts:
+            raise TEIError(400, f"`{field}` cannot be empty", "empty")
+        if len(texts) > self.max_batch:
+            raise TEIError(413, f"batch size {len(texts)} > maximum allowed batch size {self.max_batch}", "validation")
         try:
-            check_query(request.query)
-            check_texts(request.texts)
+            check_query(query)
+            for i, text in enumerate(texts):
+                where = f"{field}[{i}]"
+                if not 1 <= len(text) <= TEXT_MAX_CHARS:
+                    raise ValueError(f"{where} length must be in [1, {TEXT_MAX_CHARS}] characters, got {len(text)}")
+                check_unicode(text, where)
         except ValueError as error:
             raise TEIError(422, one_line(error), "validation") from error
 
@@ -234,26 +186,71 @@ def ranked(request: TEIRerankRequest, scores: Scores) -> list[dict[str, Any]]:
     return entries
 
 
-async def parse(request: Request) -> TEIRerankRequest:
-    """The body as a TEIRerankRequest, or a 422 ``validation`` error saying what is wrong with it."""
+async def decoded(request: Request) -> Any:
+    """The body as JSON, or a 422 ``validation`` error saying why it is not."""
     try:
-        return TEIRerankRequest.model_validate(json.loads(await request.body()))
-    except ValidationError as error:
-        message = f"Failed to deserialize the JSON body: {validation_message(error)}"
-        raise TEIError(422, message, "validation") from error
+        return json.loads(await request.body())
     except (ValueError, RecursionError) as error:  # invalid JSON or UTF-8, nesting too deep
         raise TEIError(422, f"Failed to parse the request body as JSON: {one_line(error)}", "validation") from error
 
 
+def validated(model: type[Body], data: Any) -> Body:
+    """DATA as MODEL, or a 422 ``validation`` error saying what is wrong with it."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        message = f"Failed to deserialize the JSON body: {validation_message(error)}"
+        raise TEIError(422, message, "validation") from error
+
+
+async def tei_answer(service: RerankService, data: Any) -> list[dict[str, Any]]:
+    """TEI's answer to the decoded body DATA: every text ranked (``ranked``), after TEI's checks."""
+    body = validated(TEIRerankRequest, data)
+    service.check(body.query, body.texts)
+    return ranked(body, await run_in_threadpool(service.score, body))
+
+
+async def cohere_answer(service: RerankService, data: Any) -> dict[str, Any]:
+    """The Cohere-style answer to the decoded body DATA, after the checks TEI's body gets; every pair truncated."""
+    body = validated(cohere.CohereRerankRequest, data)
+    texts = body.texts()
+    service.check(body.query, texts, "documents")
+    scoring = TEIRerankRequest.model_construct(
+        query=body.query, texts=texts, truncate=True, truncation_direction="right", raw_scores=False, return_text=False
+    )
+    scores = await run_in_threadpool(service.score, scoring)
+    return cohere.answer(body, texts, scores, service.info.served_model_name)
+
+
+async def answered(request: Request, service: RerankService, cohere_only: bool) -> JSONResponse:
+    """The answer to a rerank request: Cohere's shape for COHERE_ONLY or a Cohere body (``cohere.is_cohere``), else
+    TEI's; a refusal in TEI's error shape, a failure of the model a 424 (details in the server log only)."""
+    try:
+        data = await decoded(request)
+        if cohere_only or cohere.is_cohere(data):
+            return JSONResponse(await cohere_answer(service, data))
+        return JSONResponse(await tei_answer(service, data))
+    except TEIError as error:
+        return error.response()
+    except Exception as error:
+        log.opt(exception=error).error("rerank failed: {}", one_line(root_cause(error)))
+        return TEIError(424, "the reranker failed; the server log has the details", "backend").response()
+
+
 def request_schema(max_batch: int) -> dict[str, Any]:
-    """The JSON schema of a ``/rerank`` body on a server that takes at most MAX_BATCH texts a request."""
+    """The JSON schema of a TEI ``/rerank`` body on a server that takes at most MAX_BATCH texts a request."""
     schema = TEIRerankRequest.model_json_schema()
     schema["properties"]["texts"]["maxItems"] = max_batch
     return schema
 
 
+def body_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``openapi_extra`` for a route that reads its JSON body itself, against SCHEMA."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
 RERANK_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": TEIErrorAnswer, "description": "no texts"},
+    400: {"model": TEIErrorAnswer, "description": "no texts (or documents)"},
     413: {
         "model": TEIErrorAnswer | ErrorAnswer,
         "description": "more texts than the batch limit, a pair over the token limit, or a body over the size limit",
@@ -264,20 +261,16 @@ RERANK_ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def rerank_route(app: FastAPI, service: RerankService) -> None:
-    """Add TEI's ``POST /rerank``, ``GET /info`` and ``GET /health``."""
+    """Add TEI's ``POST /rerank`` (which takes the Cohere-style body too), the Cohere-style ``POST /v1/rerank``,
+    ``GET /info`` and ``GET /health``."""
 
     async def rerank(request: Request) -> JSONResponse:
-        try:
-            body = await parse(request)
-            service.check(body)
-            scores = await run_in_threadpool(service.score, body)
-        except TEIError as error:
-            return error.response()
-        except Exception as error:
-            log.opt(exception=error).error("rerank failed: {}", one_line(root_cause(error)))
-            return TEIError(424, "the reranker failed; the server log has the details", "backend").response()
-        return JSONResponse(ranked(body, scores))
+        return await answered(request, service, cohere_only=False)
 
+    async def v1_rerank(request: Request) -> JSONResponse:
+        return await answered(request, service, cohere_only=True)
+
+    either = {"anyOf": [request_schema(service.max_batch), cohere.request_schema(service.max_batch, True)]}
     app.add_api_route(
         "/rerank",
         rerank,
@@ -285,45 +278,21 @@ def rerank_route(app: FastAPI, service: RerankService) -> None:
         name="rerank",
         operation_id="rerank",
         tags=["rerank"],
-        summary="Rerank texts against a query (TEI's /rerank)",
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": request_schema(service.max_batch)}},
-            }
-        },
-        response_model=list[TEIRank],
+        summary="Rerank texts against a query (TEI's /rerank; a body with documents, no texts: as /v1/rerank)",
+        openapi_extra=body_schema(either),
+        response_model=list[TEIRank] | cohere.CohereRerankResponse,
+        responses=RERANK_ERRORS,
+    )
+    app.add_api_route(
+        "/v1/rerank",
+        v1_rerank,
+        methods=["POST"],
+        name="v1_rerank",
+        operation_id="v1_rerank",
+        tags=["rerank"],
+        summary="Rerank documents against a query (the Cohere, Jina and Infinity shape; UltraRAG's openai backend)",
+        openapi_extra=body_schema(cohere.request_schema(service.max_batch)),
+        response_model=cohere.CohereRerankResponse,
         responses=RERANK_ERRORS,
     )
     info_routes(app, service.info)
-
-
-def info_routes(app: FastAPI, info: TEIInfo) -> None:
-    """Add ``GET /info`` (TEI's Info object) and ``GET /health`` (200, empty: the model was probed at start-up)."""
-
-    async def get_info() -> TEIInfo:
-        return info
-
-    async def health() -> Response:
-        return Response(status_code=200)
-
-    app.add_api_route(
-        "/info",
-        get_info,
-        methods=["GET"],
-        name="get_model_info",
-        operation_id="get_model_info",
-        tags=["rerank"],
-        summary="The served model and limits (TEI's /info)",
-        response_model=TEIInfo,
-    )
-    app.add_api_route(
-        "/health",
-        health,
-        methods=["GET"],
-        name="health",
-        operation_id="health",
-        tags=["rerank"],
-        summary="200 when the reranker is ready (TEI's /health)",
-        responses={200: {"description": "ready", "content": None}},
-    )

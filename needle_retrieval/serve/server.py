@@ -42,21 +42,24 @@ def serve(
     deploy_search: bool = False,
     fusion: "FusionSetting | None" = None,
     trust: "Trust | None" = None,
+    ultrarag_mode: str | None = None,
 ) -> None:
     """Take HOST:PORT, deploy every search pipeline INDEX_DIR supports (REST, MCP and UltraRAG's /search), and
-    TEI's /rerank over the cross-encoder directory RERANKER when given (at most RERANKER_MAX_BATCH texts a
-    request; None: TEI's default); then answer queries until interrupted. MCP lists the web search tools for the
-    providers whose key variable is set, and ``retriever_deploy_search`` with DEPLOY_SEARCH. Every pipeline
-    fuses with FUSION (``needle serve --fusion``; None: the index's own), which the start-up line names, and may
-    use what TRUST allows (``needle_retrieval.index.trust``; None: what the NEEDLE_* variables allow).
+    TEI's /rerank (with the Cohere-style /v1/rerank) over the cross-encoder directory RERANKER when given (at most
+    RERANKER_MAX_BATCH texts a request; None: TEI's default); then answer queries until interrupted. MCP lists the
+    web search tools for the providers whose key variable is set, and ``retriever_deploy_search`` with
+    DEPLOY_SEARCH. Every pipeline fuses with FUSION (``needle serve --fusion``; None: the index's own), which the
+    start-up line names, and may use what TRUST allows (``needle_retrieval.index.trust``; None: what the NEEDLE_*
+    variables allow). UltraRAG's /search and MCP ``retriever_search`` answer in ULTRARAG_MODE (``needle serve
+    --ultrarag-mode``; None: the dense part, as UltraRAG's own, else BM25).
 
     Raises NeedleError (one line, exit 2 from the CLI) when the port is in use (before anything loads), the index
-    is missing, any pipeline fails to deploy or the reranker fails to load.
+    is missing or lacks ULTRARAG_MODE's parts, any pipeline fails to deploy or the reranker fails to load.
     """
     sockets = listen(host, port)
     try:
         app, names, used = search_app(
-            index_dir, host, cors_origins, reranker, reranker_max_batch, deploy_search, fusion, trust
+            index_dir, host, cors_origins, reranker, reranker_max_batch, deploy_search, fusion, trust, ultrarag_mode
         )
         print(f"needle serve: {names} from {index_dir} on http://{host}:{port}; fusion {used.describe()}", flush=True)
         run(app, host, port, sockets)
@@ -124,6 +127,7 @@ def search_app(
     deploy_search: bool,
     fusion: "FusionSetting | None" = None,
     trust: "Trust | None" = None,
+    ultrarag_mode: str | None = None,
 ) -> tuple["FastAPI", str, "FusionSetting"]:
     """Deploy the pipelines and build the app (see ``serve``); returns it, the names of what it serves and the
     fusion setting its pipelines carry.
@@ -141,15 +145,16 @@ def search_app(
     from needle_retrieval.serve.ultrarag import deploy_ultrarag
 
     settings.pipelines_dir = NO_PIPELINES_DIR
-    served = deploy_all(index_dir, fusion, trust)
-    ultrarag = deploy_ultrarag(served)
+    served = deploy_all(index_dir, fusion, trust, ultrarag_mode)
+    ultrarag = deploy_ultrarag(served)  # served.ultrarag_mode, else dense first; MCP's retriever_search shares it
     max_batch = DEFAULT_MAX_BATCH if reranker_max_batch is None else reranker_max_batch
     rerank = RerankService(reranker, max_batch) if reranker else None
     hosts = LOOPBACK_NAMES if host in LOOPBACK_NAMES else None
     index = IndexTools(open=opened(served), searches={"": (served, ultrarag)})
     mcp = mcp_server(index, WebTools.from_environment(deploy_search), served)
     app = create_search_app(served, cors_origins, hosts, ultrarag=ultrarag, reranker=rerank, mcp=mcp)
-    names = ", ".join([*served.registry.get_names(), "mcp", "search", *(["rerank"] if rerank else [])])
+    searched = ultrarag.name.removesuffix("_batch_search")
+    names = ", ".join([*served.registry.get_names(), "mcp", f"search ({searched})", *(["rerank"] if rerank else [])])
     return app, names, served.fusion
 
 

@@ -188,6 +188,7 @@ def test_text_without_markers_is_left_as_it_is() -> None:
 def test_http_reference_has_every_route_and_request_field_of_needle_serve() -> None:
     """The routes are those of the app `needle serve` builds (with `--reranker`'s), and each request body's fields
     are those of the model the route validates with."""
+    from needle_retrieval.serve.cohere_rerank import CohereRerankRequest
     from needle_retrieval.serve.rerank import TEIRerankRequest
     from needle_retrieval.serve.run import SearchRequest
     from needle_retrieval.serve.ultrarag import UltraRAGSearchRequest
@@ -200,12 +201,14 @@ def test_http_reference_has_every_route_and_request_field_of_needle_serve() -> N
         "POST /bm25_search/run",
         "POST /search",
         "POST /rerank",
+        "POST /v1/rerank",
         "GET /info",
         "GET /health",
     }
     assert set(fields(page.split("#### SearchRequest", 1)[1])) == set(SearchRequest.model_fields)
     assert set(fields(page.split("#### UltraRAGSearchRequest", 1)[1])) == set(UltraRAGSearchRequest.model_fields)
     assert set(fields(page.split("### `POST /rerank`", 1)[1])) == set(TEIRerankRequest.model_fields)
+    assert set(fields(page.split("### `POST /v1/rerank`", 1)[1])) == set(CohereRerankRequest.model_fields)
 
 
 def fields(section: str) -> list[str]:

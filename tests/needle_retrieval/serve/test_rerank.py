@@ -153,10 +153,10 @@ def test_health_and_info_answer_as_tei(server: Server) -> None:
     health = server.request("GET", "/health")
     assert (health.status, health.body) == (200, b"")
     paths = set(server.request("GET", "/openapi.json").json()["paths"])
-    assert {"/rerank", "/info", "/health"} <= paths
+    assert {"/rerank", "/v1/rerank", "/info", "/health"} <= paths
 
 
-RERANK_OPERATIONS = [("POST", "/rerank", mode) for mode in GenerationMode]
+RERANK_OPERATIONS = [("POST", path, mode) for path in ["/rerank", "/v1/rerank"] for mode in GenerationMode]
 RERANK_OPERATIONS += [("GET", "/info", GenerationMode.POSITIVE), ("GET", "/health", GenerationMode.POSITIVE)]
 
 

@@ -211,5 +211,5 @@ def test_the_index_is_opened_once_for_all_served_pipelines(index: Path) -> None:
     wrappers = [served.registry.get(name) for name in served.runners]
     pipelines = [wrapper.pipeline for wrapper in wrappers if wrapper is not None] + [ultrarag.runner.pipeline]
     stores = [c.document_store for p in pipelines for _, c in p.walk() if hasattr(c, "document_store")]
-    assert len(stores) >= 7  # dense 1, bm25 1, hybrid 2, rrf 2, /search's hybrid batch 2
+    assert len(stores) >= 7  # dense 1, bm25 1, hybrid 2, rrf 2, /search's dense batch 1
     assert len({id(store) for store in stores}) == 2  # one FAISS store and one BM25 store, shared by all

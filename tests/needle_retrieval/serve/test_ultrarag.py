@@ -1,6 +1,8 @@
 """UltraRAG's deploy protocol on a real `needle serve`: POST /search as the seed's client sends it.
 
-The answer must be the local search's passages, in order, per query; bad requests are 4xx with a message.
+The answer must be the local dense search's passages, in order, per query (UltraRAG's retriever_search is dense);
+bodies UltraRAG's own server takes (loose top_k, unknown fields, any collection_name on FAISS) are answered alike;
+bad requests are 4xx with a message.
 """
 
 import json
@@ -22,7 +24,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 @pytest.fixture(scope="module")
 def local(tmp_path_factory: pytest.TempPathFactory) -> Searcher:
-    return Searcher(sample_index(tmp_path_factory), top_k=7)
+    return Searcher(sample_index(tmp_path_factory), mode="dense", top_k=7)
 
 
 def ultrarag_client(server: Server, payload: dict) -> httpx.Response:
@@ -38,7 +40,15 @@ def test_search_returns_the_local_passages_in_order(server: Server, local: Searc
     assert answer.status_code == 200, answer.text
     expected = [[doc.content for doc in docs][:top_k] for docs in local.search(QUERIES)]
     assert answer.json() == {"ret_psg": expected}
-    assert local.mode == "hybrid"
+
+
+def test_search_is_dense_where_the_index_has_hybrid_too(server: Server, local: Searcher) -> None:
+    """UltraRAG's retriever_search is dense: on a dense+BM25 index /search is not the hybrid (the best mode)."""
+    hybrid = Searcher(local.index_dir, top_k=7)
+    assert hybrid.mode == "hybrid"
+    answer = ultrarag_client(server, {"query_list": QUERIES, "top_k": 7}).json()["ret_psg"]
+    assert answer == [[doc.content for doc in docs] for docs in local.search(QUERIES)]
+    assert answer != [[doc.content for doc in docs] for docs in hybrid.search(QUERIES)]
 
 
 def test_defaults_and_the_index_name_as_collection(server: Server, local: Searcher) -> None:
@@ -48,12 +58,39 @@ def test_defaults_and_the_index_name_as_collection(server: Server, local: Search
     assert answer.json()["ret_psg"] == [[doc.content for doc in local.search(QUERIES[:1])[0]][:5]]
 
 
-def test_query_instruction_changes_the_dense_part_only(server: Server) -> None:
-    """An instruction reaches the embedder: BM25 alone cannot move, the hybrid answer may (and stays valid)."""
-    plain = ultrarag_client(server, {"query_list": ["zip"], "top_k": 5}).json()["ret_psg"]
-    prefixed = ultrarag_client(server, {"query_list": ["zip"], "top_k": 5, "query_instruction": "Represent: "})
+def test_query_instruction_reaches_the_embedder(server: Server, local: Searcher) -> None:
+    """The instruction is put in front of the query, as the local search with that instruction does."""
+    prefixed = ultrarag_client(server, {"query_list": QUERIES, "top_k": 5, "query_instruction": "Represent: "})
     assert prefixed.status_code == 200, prefixed.text
-    assert len(prefixed.json()["ret_psg"][0]) == len(plain[0]) == 5
+    instructed = Searcher(local.index_dir, mode="dense", top_k=5, query_instruction="Represent: ")
+    assert prefixed.json()["ret_psg"] == [[doc.content for doc in docs] for docs in instructed.search(QUERIES)]
+    assert prefixed.json()["ret_psg"] != [[doc.content for doc in docs][:5] for docs in local.search(QUERIES)]
+
+
+# Bodies UltraRAG's deploy server (a plain pydantic model under FastAPI) takes, each the same search as top_k 3.
+LOOSE = [
+    ("top_k a string", {"top_k": "3"}),
+    ("top_k padded, signed, zero-led", {"top_k": " +03 "}),
+    ("top_k with a zero fraction", {"top_k": "3.0"}),
+    ("top_k a JSON float", {"top_k": 3.0}),
+    ("unknown fields", {"top_k": 3, "filters": {"x": 1}, "stream": True}),
+    ("UltraRAG's example collection", {"top_k": 3, "collection_name": "wiki"}),
+]
+
+
+@pytest.mark.parametrize(("label", "extra"), LOOSE, ids=[loose[0] for loose in LOOSE])
+def test_bodies_ultrarags_server_takes_are_answered_alike(
+    server: Server, local: Searcher, label: str, extra: dict
+) -> None:
+    answer = ultrarag_client(server, {"query_list": QUERIES, **extra})
+    assert answer.status_code == 200, (label, answer.text)
+    assert answer.json()["ret_psg"] == [[doc.content for doc in docs][:3] for docs in local.search(QUERIES)]
+
+
+def test_top_k_true_is_one_as_in_pydantic(server: Server, local: Searcher) -> None:
+    answer = ultrarag_client(server, {"query_list": QUERIES[:1], "top_k": True})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["ret_psg"] == [[local.search(QUERIES[:1])[0][0].content]]
 
 
 MiB = 1 << 20
@@ -67,9 +104,12 @@ BAD = [
     ("a query over 1 MiB", {"query_list": ["a" * (MiB + 1)]}, 413, "query_list[0]"),
     ("top_k zero", {"query_list": ["zip"], "top_k": 0}, 422, "top_k"),
     ("top_k too large", {"query_list": ["zip"], "top_k": 10001}, 422, "top_k"),
-    ("top_k a string", {"query_list": ["zip"], "top_k": "5"}, 422, "top_k"),
-    ("unknown collection", {"query_list": ["zip"], "collection_name": "wiki"}, 404, "wiki"),
-    ("unknown field", {"query_list": ["zip"], "filters": {}}, 422, "filters"),
+    ("top_k a string too large", {"query_list": ["zip"], "top_k": "10_001"}, 422, "top_k"),
+    ("top_k a word", {"query_list": ["zip"], "top_k": "five"}, 422, "top_k"),
+    ("top_k a fraction", {"query_list": ["zip"], "top_k": "2.5"}, 422, "top_k"),
+    ("top_k false", {"query_list": ["zip"], "top_k": False}, 422, "top_k"),
+    ("top_k null", {"query_list": ["zip"], "top_k": None}, 422, "top_k"),
+    ("collection_name a number", {"query_list": ["zip"], "collection_name": 5}, 422, "collection_name"),
 ]
 
 
