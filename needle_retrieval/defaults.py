@@ -8,6 +8,8 @@ DISTRIBUTION = "needle-retrieval"  # pyproject.toml's [project] name
 MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion (Milvus's own RRF on Milvus)
 STORES = ("faiss", "milvus")  # faiss: FAISS (+ bm25s with --bm25); milvus: one Milvus collection for every part
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# What an UltraRAG request's query_instruction does (POST /search and the MCP tools declare it alike)
+INSTRUCTION_HELP = 'put in front of each query for the dense part only, replacing the index\'s own ("" keeps it)'
 DEFAULT_TOP_K = 5  # hits per query when a command, a request or a pipeline file names none
 QUERY_BATCH = 64  # queries per pipeline run of `needle search` (--batch-size): one run's overhead shared by many
 RUN_DEPTH = 100  # hits per query of a TREC run (search --queries, eval, tune) unless --top-k says otherwise

@@ -5,6 +5,12 @@ the argument checks of ``needle_retrieval.cli.options`` raise it without importi
 """
 
 
+def one_line(error: BaseException) -> str:
+    """An error's message on one line, its type when the message is empty: how every refusal reaches a user (the
+    CLI, a route's detail, a tool error)."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
 class NeedleError(Exception):
     """A user-facing error: the CLI prints its message on one line, without a traceback."""
 

@@ -1,6 +1,6 @@
 """MCP on `needle serve` and `needle mcp`: the official SDK's server (``mcp.server.mcpserver.MCPServer``, the
-FastMCP of mcp 1.x, on which UltraRAG's retriever server is built) with the tools of
-``needle_retrieval.serve.mcp_tools`` and ``needle_retrieval.serve.mcp_web_tools``.
+FastMCP of mcp 1.x; UltraRAG's retriever server is built on its successor, the standalone FastMCP 3) with the
+tools of ``needle_retrieval.serve.mcp_tools`` and ``needle_retrieval.serve.mcp_web_tools``.
 
 ``needle serve`` mounts its streamable HTTP transport at ``POST /mcp`` on the same app (stateless, JSON answers):
 query tools only. ``GET /mcp`` (and ``DELETE``) is a 405 naming POST, as the MCP spec lets a server that sends no
@@ -10,14 +10,26 @@ protocol version header, JSON-RPC framing and, on a loopback bind, the ``Host`` 
 rebinding); on any bind an ``Origin`` other than this server's own loopback names or a ``--cors-origin`` is refused
 with 403 before the SDK sees the request. ``needle mcp`` runs the same server on stdio, as an MCP host launches a
 local server (``needle_retrieval.serve.mcp_stdio``).
+
+Tools take their arguments as UltraRAG's server (FastMCP 3) takes them, not as the SDK's ``MCPServer`` does
+(``RetrieverServer``): an argument the tool does not declare is refused (``additionalProperties: false`` in its
+schema; the SDK ignores it), and a string is never parsed as JSON for a list or object parameter (the SDK reads
+``query_list: '["a"]'`` as a list; FastMCP refuses it, as it refuses ``query_list: "a"``). Otherwise both read
+arguments in pydantic's lax mode: ``top_k: "5"`` and ``5.0`` are 5, ``5.5`` and ``null`` are refused.
+
+Nothing heavy is imported at module level: ``needle mcp`` lists its tools before the model libraries load.
 """
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import Icon, ToolAnnotations
+from pydantic import ConfigDict
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -25,22 +37,70 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from needle_retrieval.serve.mcp_tools import IndexTools, add_needle_tools, add_search_tools
 from needle_retrieval.serve.mcp_web_tools import WebTools, add_web_tools
-from needle_retrieval.serve.pipelines import ServedPipelines
+
+if TYPE_CHECKING:
+    from needle_retrieval.serve.pipelines import ServedPipelines
 
 SERVER_NAME = "needle-retriever"
 INSTRUCTIONS = (
     "Retrieval over one needle index: UltraRAG's retriever tools (retriever_search, retriever_batch_search, "
-    "bm25_search, web search where configured) answer passage texts; needle_<mode>_search tools answer ids, "
-    "scores and texts."
+    "retriever_project_memory_search, bm25_search, web search where configured) answer passage texts; "
+    "needle_<mode>_search tools answer ids, scores and texts."
 )
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
-def mcp_server(index: IndexTools, web: WebTools | None, served: ServedPipelines | None = None) -> MCPServer:
+class StrictArguments(FuncMetadata):
+    """A tool's argument handling as FastMCP's: the arguments are validated as sent, no string parsed as JSON."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The arguments unchanged (the SDK's would turn a JSON string into the list or object it spells)."""
+        return data
+
+
+def strict(tool: Tool) -> None:
+    """Make TOOL refuse undeclared arguments and strings for lists, and say so in its input schema."""
+    if isinstance(tool.fn_metadata, StrictArguments):
+        return
+    loose = tool.fn_metadata.arg_model
+    forbid = {"model_config": ConfigDict(extra="forbid"), "__module__": __name__}
+    model: type[ArgModelBase] = type(loose.__name__, (loose,), forbid)
+    tool.fn_metadata = StrictArguments(
+        arg_model=model,
+        output_schema=tool.fn_metadata.output_schema,
+        output_model=tool.fn_metadata.output_model,
+        wrap_output=tool.fn_metadata.wrap_output,
+    )
+    tool.parameters = model.model_json_schema(by_alias=True)
+
+
+class RetrieverServer(MCPServer):
+    """The SDK's server whose every tool takes its arguments as UltraRAG's FastMCP tools do (``strict``)."""
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        """Register FN as ``MCPServer.add_tool`` does, then make the tool it registered strict (the SDK keeps its
+        tools in ``_tool_manager`` and has no public way to add a ``Tool`` once the server is made)."""
+        super().add_tool(fn, name, title, description, annotations, icons, meta, structured_output)
+        tool = self._tool_manager.get_tool(name or fn.__name__)
+        if tool is not None:  # always: it was just added
+            strict(tool)
+
+
+def mcp_server(index: IndexTools, web: WebTools | None, served: "ServedPipelines | None" = None) -> MCPServer:
     """The MCP server with the seed's query tools over INDEX, the web tools when WEB is given, and needle's own
-    tools for each pipeline of SERVED (an index opened up front)."""
-    server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version="1", log_level="WARNING")
+    tools for each pipeline of SERVED (an index opened up front); tools added later are strict too."""
+    server = RetrieverServer(SERVER_NAME, instructions=INSTRUCTIONS, version="1", log_level="WARNING")
     add_search_tools(server, index)
     if web is not None:
         add_web_tools(server, web)

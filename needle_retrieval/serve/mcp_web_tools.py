@@ -12,32 +12,37 @@ empty one is taken; on stdio (``needle mcp``) the launcher is trusted and its co
 Every call takes at most ``MAX_QUERIES`` queries (summed over the lists of a batch tool), as the index tools do: each
 query is a paid request to the provider. Each provider request has the components' deadline and size limit
 (``components.http_limits``).
+
+Arguments are taken as UltraRAG's FastMCP tools take them (``needle_retrieval.serve.mcp``): ``query_list`` is a
+list (a string is refused), an undeclared argument is refused. The components load when a tool first runs.
 """
 
 import os
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from haystack import Document
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from components.checks import MAX_TOP_K
-from components.retrievers.remote import UltraRAGRemoteBatchRetriever
-from components.websearch import WebBatchSearch
 from needle_retrieval.defaults import DEFAULT_TOP_K
+from needle_retrieval.errors import one_line
 from needle_retrieval.serve.mcp_tools import (
     WEB_PROVIDERS,
     BatchPassages,
     Instruction,
     Passages,
     Queries,
-    as_list,
     check_count,
+    nonempty,
     texts,
 )
-from needle_retrieval.serve.pipelines import one_line
+
+if TYPE_CHECKING:
+    from haystack import Document
+
+    from components.websearch import WebBatchSearch
 
 KEY_VARIABLES = {"exa": "EXA_API_KEY", "tavily": "TAVILY_API_KEY", "zhipuai": "ZHIPUAI_API_KEY"}
 ROUTER_OPTIONS = ("api_key", "base_url", "retries", "base_delay", "timeout", "on_error", "search_kwargs")
@@ -64,8 +69,10 @@ class WebTools:
         options: dict[str, dict[str, Any]] = {p: {} for p, var in KEY_VARIABLES.items() if os.environ.get(var)}
         return cls(options, next(iter(options), "tavily"), deploy_search=deploy_search)
 
-    def component(self, backend: str, top_k: int | None, threads: int | None, given: Any) -> WebBatchSearch:
+    def component(self, backend: str, top_k: int | None, threads: int | None, given: Any) -> "WebBatchSearch":
         """A WebBatchSearch for BACKEND with the caller's top_k, threads and (trusted only) configs."""
+        from components.websearch import WebBatchSearch
+
         if backend not in WEB_PROVIDERS:
             raise ToolError(f"websearch_backend must be one of {', '.join(WEB_PROVIDERS)}, got {backend!r}")
         if given and not self.trusted:
@@ -109,7 +116,7 @@ def add_web_tools(server: MCPServer, web: WebTools) -> None:
         websearch_backend_configs: Configs = None,
     ) -> Passages:
         """Search the web through websearch_backend; passages per query, in query order."""
-        queries = as_list(query_list)
+        queries = nonempty(query_list)
         found = await web.search(websearch_backend, queries, top_k, retrieve_thread_num, websearch_backend_configs)
         return Passages(ret_psg=found)
 
@@ -143,7 +150,7 @@ def provider_tool(web: WebTools, provider: str) -> Any:
     """The seed document's ``retriever_<provider>_search(query_list, top_k=5, retrieve_thread_num=1)``."""
 
     async def search(query_list: Queries, top_k: WebTopK = 5, retrieve_thread_num: Threads = 1) -> Passages:
-        return Passages(ret_psg=await web.search(provider, as_list(query_list), top_k, retrieve_thread_num))
+        return Passages(ret_psg=await web.search(provider, nonempty(query_list), top_k, retrieve_thread_num))
 
     search.__doc__ = f"Search the web through {provider}; passages per query, in query order."
     return search
@@ -160,12 +167,14 @@ def deploy_search_tool(web: WebTools) -> Any:
         query_instruction: Instruction = "",
     ) -> Passages:
         """Ask a deployed retriever server (UltraRAG's or needle serve's) for passages per query."""
-        check_count(len(as_list(query_list)), top_k)
+        from components.retrievers.remote import UltraRAGRemoteBatchRetriever
+
+        check_count(len(nonempty(query_list)), top_k)
         try:
             client = UltraRAGRemoteBatchRetriever(
                 retriever_url or web.retriever_url, query_instruction=query_instruction
             )
-            found = (await client.run_async(queries=as_list(query_list), top_k=top_k))["documents"]
+            found = (await client.run_async(queries=query_list, top_k=top_k))["documents"]
         except (ValueError, RuntimeError) as error:
             raise ToolError(one_line(error)) from None
         return Passages(ret_psg=[texts(docs) for docs in found])

@@ -1,7 +1,8 @@
 """MCP on a real `needle serve`: UltraRAG's tool names and shapes, driven by the mcp SDK's client and fastmcp's.
 
 The seed's ``retriever_search`` answers exactly what ``POST /search`` answers, ``bm25_search`` what the BM25
-route finds, and needle's own ``needle_<mode>_search`` tools the REST routes' ids. Raw HTTP checks what the SDK's
+route finds, each filled to ``top_k`` passages from the corpus's first lines when the search finds fewer, as
+UltraRAG's; needle's own ``needle_<mode>_search`` tools the REST routes' ids. Raw HTTP checks what the SDK's
 transport refuses: another site's ``Origin``, an unknown protocol version, a body that is not JSON.
 """
 
@@ -11,11 +12,15 @@ from typing import Any
 
 import pytest
 
+from tests.support.paths import SAMPLE
 from tests.support.serve import ALL_PIPELINES, Server, shared_server, started
 
 pytestmark = pytest.mark.integration
 QUERIES = ["read and write zip archives", "run a function in a separate thread"]
-SEED_TOOLS = {"retriever_search", "retriever_batch_search", "bm25_search"}
+SEED_TOOLS = {"retriever_search", "retriever_batch_search", "retriever_project_memory_search", "bm25_search"}
+CORPUS = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]
+TEXTS = [f"{line['title']}\n{line['contents']}" for line in CORPUS]  # the passages `needle index` stores
+STOPWORDS = "the of and is it"  # BM25 finds nothing for it
 NEEDLE_TOOLS = {f"needle_{name}" for name in ALL_PIPELINES}
 WEB_TOOLS = {"retriever_websearch", "retriever_batch_websearch"}
 
@@ -65,7 +70,7 @@ def test_the_sdk_client_lists_the_seed_tools_and_needles_own(server: Server) -> 
 def test_seed_tools_answer_what_post_search_answers(server: Server) -> None:
     calls = [
         ("retriever_search", {"query_list": QUERIES, "top_k": 3}),
-        ("retriever_search", {"query_list": QUERIES[0]}),  # one string is a list of one; top_k defaults to 5
+        ("retriever_search", {"query_list": QUERIES[:1]}),  # top_k defaults to 5
         ("retriever_batch_search", {"batch_query_list": [QUERIES, [], [QUERIES[1]]], "top_k": 2}),
         ("retriever_search", {"query_list": QUERIES, "top_k": 3, "query_instruction": "Represent this: "}),
     ]
@@ -99,7 +104,8 @@ def test_needle_tools_answer_ids_scores_and_text_as_the_rest_routes(server: Serv
         ({"query_list": ["   "]}, "query_list[0] is empty"),
         ({"query_list": []}, "query_list is empty"),
         ({"query_list": ["zip"], "top_k": 0}, "top_k"),
-        ({"query_list": ["zip"], "collection_name": "other"}, "404"),
+        ({"query_list": "zip"}, "Input should be a valid list"),  # as UltraRAG's FastMCP server refuses it
+        ({"query_list": ["zip"], "bogus": 1}, "Extra inputs are not permitted"),
         ({"query_list": ["a" * ((1 << 20) + 1)]}, "413"),
     ],
 )
@@ -108,6 +114,40 @@ def test_a_refused_call_is_a_tool_error_with_the_reason(server: Server, argument
     assert isinstance(text, str)
     assert message in text
     assert "Traceback" not in text
+
+
+def test_bm25_search_answers_top_k_passages_when_nothing_matches(server: Server) -> None:
+    """UltraRAG's prompt templates index into top_k passages: a stopword query gets the corpus's first ones."""
+    calls = [
+        ("bm25_search", {"query_list": [STOPWORDS, QUERIES[0]], "top_k": 3}),
+        ("bm25_search", {"query_list": [STOPWORDS], "top_k": 500}),
+    ]
+    _, (three, everything) = asyncio.run(sdk_calls(url(server), calls))
+    assert three["ret_psg"][0] == TEXTS[:3]
+    assert three["ret_psg"][1] == [hit["content"] for hit in rest_hits(server, "bm25_search", QUERIES[0], 3)]
+    assert everything["ret_psg"] == [TEXTS]  # top_k past the corpus: all of it, in corpus order
+
+
+def test_a_short_bm25_list_is_filled_after_its_hits_without_repeats(server: Server) -> None:
+    hits = rest_hits(server, "bm25_search", "zipfile", 20)
+    assert 0 < len(hits) < 20
+    found = {hit["id"] for hit in hits}
+    filler = [text for line, text in zip(CORPUS, TEXTS, strict=True) if line["id"] not in found][: 20 - len(hits)]
+    _, (answer,) = asyncio.run(sdk_calls(url(server), [("bm25_search", {"query_list": ["zipfile"], "top_k": 20})]))
+    assert answer == {"ret_psg": [[hit["content"] for hit in hits] + filler]}
+
+
+def test_project_memory_and_any_collection_search_a_faiss_index_as_retriever_search(server: Server) -> None:
+    """UltraRAG's FAISS backend ignores the collection: user_<id> for project memory, `wiki` in its examples."""
+    calls = [
+        ("retriever_project_memory_search", {"query_list": QUERIES, "top_k": 3}),
+        ("retriever_project_memory_search", {"query_list": QUERIES, "top_k": 3, "current_user_id": "alice"}),
+        ("retriever_search", {"query_list": QUERIES, "top_k": 3, "collection_name": "wiki"}),
+    ]
+    _, (default, alice, wiki) = asyncio.run(sdk_calls(url(server), calls))
+    expected = passages(server, QUERIES, 3)
+    assert default == alice == {"project_memory_content": expected}
+    assert wiki == {"ret_psg": expected}
 
 
 def test_fastmcp_client_calls_the_seed_tool(server: Server) -> None:
