@@ -248,6 +248,11 @@ def cmd_tune(args: argparse.Namespace) -> None:
 
 def cmd_mcp(args: argparse.Namespace) -> None:
     """UltraRAG's retriever MCP server on stdio over the index a parameter file (or retriever_init) describes."""
+    if args.drop_in:
+        from needle_retrieval.ultrarag.dropin import DROPIN
+
+        print(DROPIN, end="")
+        return
     from needle_retrieval.serve.mcp_stdio import run_stdio
 
     run_stdio(Path(args.config) if args.config else None)

@@ -250,6 +250,12 @@ def parser() -> argparse.ArgumentParser:
         "--config",
         help=CONFIG_HELP + "; without it the host's retriever_init call gives the values, as UltraRAG's client does",
     )
+    mc.add_argument(
+        "--drop-in",
+        action="store_true",
+        help="print the file that puts needle in UltraRAG's retriever's place (servers/retriever/src/retriever.py) "
+        "and exit",
+    )
     add_tune_parser(sub)
     add_pipelines_parser(sub)
     return p

@@ -7,8 +7,8 @@ pins ``mcp<2``, needle needs ``mcp>=2``). So the file needle puts there only rep
 speaks to needle directly, and the process it waits for is needle's. ``NEEDLE`` names the command when it is not
 ``needle`` on ``PATH`` (e.g. ``NEEDLE=/opt/needle/.venv/bin/needle``).
 
-``DROPIN`` is that file's text, the one the docs print and the tests launch; ``python -m
-needle_retrieval.ultrarag.dropin > servers/retriever/src/retriever.py`` writes it.
+``DROPIN`` is that file's text, the one the docs print and the tests launch; ``needle mcp --drop-in >
+servers/retriever/src/retriever.py`` (or ``python -m needle_retrieval.ultrarag.dropin``) writes it.
 """
 
 __all__ = ["DROPIN"]

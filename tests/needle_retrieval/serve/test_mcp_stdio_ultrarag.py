@@ -247,10 +247,12 @@ def test_retriever_init_as_ultrarags_client_sends_it_then_builds_and_searches(tm
 
 def test_the_dropin_run_by_another_python_is_needle_mcp(tmp_path: Path) -> None:
     root = project(tmp_path)
-    printed = subprocess.run(
+    printed = subprocess.run([str(NEEDLE), "mcp", "--drop-in"], capture_output=True, text=True, check=True)
+    assert printed.stdout == DROPIN  # what the docs tell a user to run
+    module = subprocess.run(
         [sys.executable, "-m", "needle_retrieval.ultrarag.dropin"], capture_output=True, text=True, check=True
     )
-    assert printed.stdout == DROPIN  # what the docs tell a user to run
+    assert module.stdout == DROPIN
     (root / PARAMETERS.parent / "src" / "retriever.py").write_text(printed.stdout)
     python = str(Path(sys.base_prefix) / "bin" / "python3")  # this interpreter without the venv: no needle in it
     bare = subprocess.run([python, "-I", "-c", "import needle_retrieval"], capture_output=True, check=False)
