@@ -9,6 +9,7 @@ import argparse
 from typing import Any, NoReturn
 
 from components.checks import MAX_QUERIES, MAX_TOP_K
+from needle_retrieval.cli.index_type_flags import add_index_type_flags
 from needle_retrieval.cli.options import (
     EXIT_USAGE,
     MAX_EMBED_BATCH,
@@ -16,7 +17,6 @@ from needle_retrieval.cli.options import (
     chunk_size_number,
     embed_batch_number,
     fusion_option,
-    int_in,
     needle_version,
     port_number,
     query_batch_number,
@@ -32,7 +32,6 @@ from needle_retrieval.defaults import (
     RUN_DEPTH,
     STORES,
 )
-from needle_retrieval.index.dense_type import FLAGS, INDEX_TYPES, RANGES, DenseIndexType
 
 CONFIG_HELP = (
     "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend; relative paths from the working "
@@ -333,29 +332,6 @@ def add_run_flags(se: argparse.ArgumentParser) -> None:
     se.add_argument(
         "--run-tag", metavar="TAG", help="with --queries: the TREC run's last column (default: the mode, e.g. bm25)"
     )
-
-
-def add_index_type_flags(ix: argparse.ArgumentParser) -> None:
-    """`needle index --index-type flat|hnsw` and the HNSW settings (``needle_retrieval.index.dense_type``)."""
-    default = DenseIndexType()
-    ix.add_argument(
-        "--index-type",
-        default="flat",
-        choices=INDEX_TYPES,
-        help="FAISS index of the dense part: flat (default) is exact, its query time grows with the corpus; "
-        f"hnsw is approximate (recall@10 >= 0.95 at the defaults M={default.hnsw_m}, efConstruction="
-        f"{default.ef_construction}, efSearch={default.ef_search}), under a ms per query at a million vectors, "
-        "but its build takes minutes there and about 20%% more memory for the vectors",
-    )
-    helps = {
-        "hnsw_m": f"hnsw: graph neighbours per vector (default {default.hnsw_m}); more = better recall, more memory",
-        "ef_construction": f"hnsw: candidates while building (default {default.ef_construction}); more = slower "
-        "build, better graph",
-        "ef_search": f"hnsw: candidates per query (default {default.ef_search}); more = better recall, slower queries",
-    }
-    for name, text in helps.items():
-        low, high = RANGES[name]
-        ix.add_argument(FLAGS[name], type=int_in(low, high), metavar="N", help=f"{text}; {low}-{high}")
 
 
 def add_tune_parser(sub: Any) -> None:
