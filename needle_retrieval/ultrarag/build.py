@@ -81,6 +81,8 @@ def index_from_embeddings(path: Path | None, overrides: Overrides = None) -> str
     if not config.spec.dense:
         raise NeedleError("retriever_index builds a dense index, but backend is bm25: build it with bm25_index")
     npy = _embedding_path(config, "retriever_index")
+    if config.demo and not npy.is_file():  # UltraRAG's demo mode encodes in retriever_index (retriever_embed skips)
+        return _summary(_build(config, config.index_dir, seed=None, overwrite=config.overwrite), config.index_dir)
     if not npy.is_file():
         raise NeedleError(f"embedding_path {npy} does not exist: run retriever_embed first (it encodes the corpus)")
     checked_seed(config, npy)

@@ -110,6 +110,7 @@ class UltraRAGConfig:
     top_k: int
     overwrite: bool
     multimodal: bool  # is_multimodal: an image corpus, embedded by SPEC's CLIP model (needle_retrieval.index.images)
+    demo: bool  # is_demo: OpenAI embeddings into Milvus, retriever_index encoding the corpus itself (as UltraRAG's)
     options: "IndexOptions"  # repeated ids by position; the store's settings, BM25's tokenizer (index.options)
     websearch: WebSearchChoice  # websearch_backend and websearch_backend_configs (needle_retrieval.ultrarag.websearch)
     retrieve_thread_num: int  # web search: queries in flight at once
@@ -253,6 +254,7 @@ def _checked(path: Path | None, data: dict[str, Any], ignored: list[str]) -> Ult
         top_k=int_value(data, "top_k", DEFAULT_TOP_K, MAX_TOP_K),
         overwrite=bool_value(data, "overwrite"),
         multimodal=multimodal,
+        demo=demo,
         options=IndexOptions(
             duplicate_ids="position",
             store_settings=chosen.settings,

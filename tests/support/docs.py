@@ -8,6 +8,9 @@
 - ``web-servers``: Exa, Tavily and ZhipuAI search APIs: ``EXA_BASE_URL``, ``TAVILY_BASE_URL``, ``ZHIPUAI_BASE_URL``
   and the keys ``EXA_API_KEY``, ``TAVILY_API_KEY``, ``ZHIPUAI_API_KEY``.
 - ``scifact``: SciFact in BEIR format where it lies (``SCIFACT_DIR``); the page is skipped without it.
+- ``ultrarag``: the page's scratch directory made an UltraRAG project (its shipped BM25 examples, the servers they
+  name, its example data) with UltraRAG's venv first on PATH, as a user who activated it
+  (``tests.support.ultrarag``); the page is skipped without ``ULTRARAG_SRC`` and ``ULTRARAG_PYTHON``.
 """
 
 import re
@@ -127,6 +130,17 @@ def web_servers(_: Path) -> Iterator[dict[str, str]]:
 
 
 @contextmanager
+def ultrarag(scratch: Path) -> Iterator[dict[str, str]]:
+    from tests.support.ultrarag import locate, make_project
+
+    found = locate()
+    if isinstance(found, str):
+        pytest.skip(found)
+    make_project(scratch, found, ["bm25_index", "bm25_search"], needle=False)
+    yield {name: value for name, value in found.env().items() if name in ("PATH", "VIRTUAL_ENV", "NO_COLOR", "COLUMNS")}
+
+
+@contextmanager
 def scifact(_: Path) -> Iterator[dict[str, str]]:
     if not (SCIFACT / "corpus.jsonl").exists():
         pytest.skip(f"SciFact data not found at {SCIFACT}")
@@ -138,6 +152,7 @@ SERVICES: dict[str, Callable[[Path], AbstractContextManager[dict[str, str]]]] = 
     "openai-server": openai_server,
     "web-servers": web_servers,
     "scifact": scifact,
+    "ultrarag": ultrarag,
 }
 
 
