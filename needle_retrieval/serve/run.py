@@ -31,9 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, check_query
 from needle_retrieval.defaults import QUERY_BATCH
+from needle_retrieval.errors import one_line
 from needle_retrieval.pipelines.runner import Outputs, SearchRunner
 from needle_retrieval.serve.answers import QUERY_SCHEMA, TopK
-from needle_retrieval.serve.pipelines import one_line, root_cause
+from needle_retrieval.serve.pipelines import root_cause
 
 INTERNAL_ERROR = "internal error while answering the query; the server log has the details"
 CLIENT_ERRORS = (ValueError, FilterError)  # what components raise for bad input
