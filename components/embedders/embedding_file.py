@@ -10,11 +10,10 @@ sibling (``components.atomic_files``), and the new sidecar follows the same way;
 pair in the same order. A crash at any point leaves either the previous pair, or a matrix without a sidecar
 (refused as unverifiable), never a partial file or a matrix paired with the wrong fingerprint.
 
-A matrix written without a sidecar (UltraRAG's ``retriever_embed``: a plain ``np.save``) can be adopted: once
-``check_foreign`` found it whole (2-D, float32 or float16, every value finite, the rows and dimension expected),
-``adopt_embeddings`` gives it the fingerprint of the run that is to reuse it -- the caller vouches for what no file
-can tell, that its rows are that model's vectors of those texts -- and from then on it is reused and refused as
-any other.
+A matrix written without a sidecar (UltraRAG's ``retriever_embed``: a plain ``np.save``) is checked, adopted or
+copied by ``components.embedders.embedding_file_foreign``: given the fingerprint of the run that is to reuse it --
+the caller vouches for what no file can tell, that its rows are that model's vectors of those texts -- it is from
+then on reused and refused as any other.
 """
 
 import hashlib
@@ -217,46 +216,3 @@ def load_or_encode(
     matrix = encode()
     save_embeddings(path, matrix, expected)
     return matrix
-
-
-FOREIGN_DTYPES = (np.dtype("float32"), np.dtype("float16"))
-_FINITE_ROWS = 65_536  # rows checked for NaN and infinity at a time, so the check never holds the whole matrix
-
-
-def check_foreign(path: Path, count: int, dim: int | None = None) -> None:
-    """Check a matrix written without a fingerprint before it is adopted.
-
-    :param count: the rows it must hold (one per document).
-    :param dim: the dimension it must have, when known (None: any).
-    :raises EmbeddingFileError: unreadable (not a ``.npy``, a pickle), not 2-D, neither float32 nor float16, a row
-        holding NaN or infinity, or another row count or dimension (the message says which, without a hint).
-    """
-    try:
-        matrix = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise EmbeddingFileError(f"{path} is not a readable .npy file ({str(error)[:200]})") from None
-    if matrix.ndim != 2 or matrix.dtype.newbyteorder("=") not in FOREIGN_DTYPES:
-        raise EmbeddingFileError(
-            f"{path} holds a {matrix.ndim}-D {matrix.dtype} array; embeddings are a 2-D float32 or float16 matrix"
-        )
-    if matrix.shape[0] != count:
-        raise EmbeddingFileError(f"{path} holds {matrix.shape[0]} rows, but the corpus has {count} documents")
-    if dim is not None and matrix.shape[1] != dim:
-        raise EmbeddingFileError(f"{path} holds {matrix.shape[1]}-dimensional rows, but the model gives {dim}")
-    for start in range(0, count, _FINITE_ROWS):
-        finite = np.isfinite(matrix[start : start + _FINITE_ROWS]).all(axis=1)
-        if not finite.all():
-            raise EmbeddingFileError(f"{path} holds NaN or infinity in row {start + int(np.argmin(finite))}")
-
-
-def adopt_embeddings(path: Path, fingerprint: dict[str, Any]) -> None:
-    """Give the matrix at PATH (checked by ``check_foreign``) the sidecar of FINGERPRINT, the run that will reuse it.
-
-    A matrix not stored as little-endian, C-ordered float32 (float16, say) is first rewritten as such, crash-safely
-    (``save_embeddings``): the embedders read exactly that layout.
-    """
-    matrix = np.load(path, mmap_mode="r", allow_pickle=False)
-    if matrix.dtype == np.dtype("<f4") and matrix.flags.c_contiguous:
-        write_sidecar(path, fingerprint, int(matrix.shape[1]))
-        return
-    save_embeddings(path, np.ascontiguousarray(matrix, dtype=np.float32), fingerprint)

@@ -1,6 +1,6 @@
 """`needle`: build, search and evaluate retrieval indexes made of Haystack pipelines.
 
-    needle index CORPUS --out DIR [--model M] [--overwrite] [--bm25 [--lang en|zh]] [--no-dense]
+    needle index CORPUS --out DIR [--model M] [--overwrite | --embeddings FILE.npy] [--bm25 [--lang en|zh]] [--no-dense]
                 [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]] [--chunk-size N]
                 [--index-type flat|hnsw [--hnsw-m M] [--ef-construction N] [--ef-search N]]
                 [--batch-size N] [--threads N]
@@ -54,6 +54,8 @@ def cmd_index(args: argparse.Namespace) -> None:
     """Build (or rebuild) an index directory from a corpus JSONL; the flags and the corpus path are checked before
     the index modules (Haystack, torch) are imported."""
     if args.config is not None:
+        if args.embeddings is not None:
+            raise NeedleError("--embeddings cannot be combined with --config: the file's embedding_path names them")
         index_with_config(args)
         return
     if args.corpus is None or args.out is None:
@@ -88,6 +90,7 @@ def cmd_index(args: argparse.Namespace) -> None:
             bm25_tokenizer=None if args.bm25_tokenizer == "bm25s" else args.bm25_tokenizer,
             batch_size=args.batch_size,
         ),
+        embeddings=None if args.embeddings is None else Path(args.embeddings),
     )
     took = time.perf_counter() - start
     where = ""

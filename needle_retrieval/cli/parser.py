@@ -74,6 +74,13 @@ def parser() -> argparse.ArgumentParser:
     ix.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model (default {DEFAULT_MODEL})")
     ix.add_argument("--overwrite", action="store_true", help="re-encode even if the index's embeddings match")
     ix.add_argument(
+        "--embeddings",
+        metavar="FILE.npy",
+        help="the corpus's vectors computed elsewhere (row i = corpus line i, float32 or float16, e.g. UltraRAG's "
+        "retriever_embed output): checked against the corpus and --model, copied into the index and indexed "
+        "without loading the model; searches encode queries with --model",
+    )
+    ix.add_argument(
         "--bm25",
         action="store_true",
         help="also build a BM25 index (with --store milvus: Milvus's BM25 function on the collection, so BM25 "

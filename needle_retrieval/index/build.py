@@ -24,6 +24,7 @@ from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
 from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
 from needle_retrieval.index.checks import check_chunk_size, check_corpus
 from needle_retrieval.index.dense_type import FLAT, DenseIndexType, check_index_type_options
+from needle_retrieval.index.embeddings_in import BroughtEmbeddings, bring_in, brought_embeddings, check_options
 from needle_retrieval.index.generations import GENERATION, LAYOUT, check_target, previous_embeddings, take_lock
 from needle_retrieval.index.manifest import IndexManifest, file_sha256
 from needle_retrieval.index.options import DEFAULT_OPTIONS, IndexOptions, check_store_settings
@@ -65,6 +66,7 @@ def build_index(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     index_type: DenseIndexType = FLAT,
     options: IndexOptions = DEFAULT_OPTIONS,
+    embeddings: Path | None = None,
 ) -> IndexManifest:
     """
     Index CORPUS into a new generation of OUT: dense (FAISS or Milvus + embeddings.npy) and/or BM25, manifest,
@@ -82,6 +84,9 @@ def build_index(
     ``options``: the corpus reader's rule for repeated ids and the dense store's own settings, which the manifest
     records for every search, and the document embedder's batch size, which it does not
     (``needle_retrieval.index.options``).
+    ``embeddings``: a ``.npy`` of the corpus's vectors computed elsewhere (row i = corpus document i, float32 or
+    float16), checked and copied into the generation, and indexed without loading MODEL
+    (``needle_retrieval.index.embeddings_in``); not with ``overwrite``, ``seed``, ``multimodal`` or without ``dense``.
 
     :raises NeedleError: missing corpus, nothing to build, or an OUT that is a file, read-only, or a stranger's
         non-empty directory (never written into); a Milvus option that does not fit (naming the flag).
@@ -106,16 +111,22 @@ def build_index(
 
         check_multimodal_options(dense=dense, bm25=bm25, store=target.store, embedder=embedder)
         model = image_model(model) if embedder is None else model  # a recorded spec names its model itself
+    if embeddings is not None:
+        check_options(dense, multimodal, overwrite, seed, options)
     check_target(out)
+    brought = None
+    if embeddings is not None:  # checked against the corpus and the model before the lock (the corpus is read)
+        brought = brought_embeddings(Path(embeddings), corpus, model, embedder, options)
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
         with Stages(desc="Reusing (embeddings)", unit="bytes") as report:  # the old file's sha256, before reuse
-            keep = dense and encode and not overwrite  # --overwrite re-encodes; encode=False takes SEED only
+            # --overwrite re-encodes; encode=False takes SEED only, --embeddings its own file
+            keep = dense and encode and brought is None and not overwrite
             reuse = previous_embeddings(out, report) if keep else None
         seeded = reuse is None and seed is not None and encode
         build = Build(
             corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal,
-            chunk_size, index_type, options,
+            chunk_size, index_type, options, brought,
         )  # fmt: skip
         before = server_collections(out, target)
         try:
@@ -160,6 +171,7 @@ class Build:
     options: IndexOptions = (
         DEFAULT_OPTIONS  # reader's duplicate-id rule, dense store settings (needle_retrieval.index.options)
     )
+    brought: BroughtEmbeddings | None = None  # --embeddings, copied in first (needle_retrieval.index.embeddings_in)
     built: IndexManifest | None = None
 
     @property
@@ -173,14 +185,19 @@ class Build:
         """Fill the new generation; remove it whole when anything fails, so no debris is left.
 
         A seed the embedder refuses (another model, another corpus) is dropped and the corpus encoded afresh;
-        embeddings it kept are named on stderr once the parts are built (``needle: reused N embeddings from ...``).
+        embeddings it kept are named on stderr once the parts are built (``needle: reused N embeddings from ...``),
+        and so are those brought in (``needle: indexed N embeddings from FILE``).
         """
         digest = file_sha256(self.corpus)  # before reading it: a corpus edited meanwhile never matches later
         reused = self.reuse if self.dense and not self.overwrite else None  # the embedder refuses it, or reads it
         try:
             try:
                 self.built = self.fill(partial, self.reuse)
-            except EmbeddingsNotReusable:
+            except EmbeddingsNotReusable as error:
+                if self.brought is not None:  # checked with the corpus before: it changed since
+                    raise NeedleError(
+                        f"--embeddings {self.brought.matrix.path}: {self.corpus} changed while it was indexed ({error})"
+                    ) from None
                 if not self.seeded:
                     raise
                 empty_directory(partial)
@@ -190,11 +207,16 @@ class Build:
             raise
         if reused is not None:
             note(f"reused {self.built.documents:,} embeddings from {reused}")
+        if self.brought is not None:
+            note(f"indexed {self.built.documents:,} embeddings from {self.brought.matrix.path}")
         self.built.corpus_sha256 = digest
         return self.built.recorded()
 
     def fill(self, partial: Path, reuse: Path | None) -> IndexManifest:
-        """Build every part of the generation in PARTIAL, carrying over ``reuse``'s embeddings."""
+        """Build every part of the generation in PARTIAL, carrying over ``reuse``'s embeddings, or the brought ones
+        (written into PARTIAL first, where the document embedder reads them)."""
+        if self.brought is not None:
+            bring_in(self.brought, partial)
         if self.target.store == "milvus":
             return self.fill_milvus(partial, reuse)
         if self.multimodal:
