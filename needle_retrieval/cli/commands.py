@@ -2,7 +2,8 @@
 
     needle index CORPUS --out DIR [--model M] [--overwrite | --embeddings FILE.npy] [--bm25 [--lang en|zh]] [--no-dense]
                 [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]] [--chunk-size N]
-                [--index-type flat|hnsw [--hnsw-m M] [--ef-construction N] [--ef-search N]]
+                [--index-type flat|hnsw|sq8|hnsw-sq8|ivf-flat|ivf-pq [--hnsw-m M] [--ef-construction N]
+                 [--ef-search N] [--nlist N] [--nprobe N] [--pq-m M]]
                 [--batch-size N] [--threads N]
     needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--fusion FILE|default] [--json]
                 [--batch-size N] [--threads N]
@@ -68,8 +69,8 @@ def cmd_index(args: argparse.Namespace) -> None:
         raise NeedleError("--batch-size sets the document embedder's batch: --no-dense embeds nothing")
     check_corpus(Path(args.corpus))
     limit_threads(args.threads)
+    from needle_retrieval.cli.index_type_flags import index_type_of
     from needle_retrieval.index.build import StoreChoice, build_index
-    from needle_retrieval.index.dense_type import DenseIndexType
     from needle_retrieval.index.options import IndexOptions
 
     start = time.perf_counter()
@@ -84,7 +85,7 @@ def cmd_index(args: argparse.Namespace) -> None:
         target=StoreChoice(args.store, args.uri, args.collection),
         multimodal=args.multimodal,
         chunk_size=args.chunk_size,
-        index_type=DenseIndexType.from_flags(args.index_type, args.hnsw_m, args.ef_construction, args.ef_search),
+        index_type=index_type_of(args),
         options=IndexOptions(
             duplicate_ids=args.duplicate_ids,
             bm25_tokenizer=None if args.bm25_tokenizer == "bm25s" else args.bm25_tokenizer,

@@ -19,7 +19,9 @@ from typing import Any
 from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DocumentStoreError
 
+from components.converters.jsonl_lines import count_objects
 from components.stores.crash_safe_generations import MANIFEST, load_json
+from components.stores.faiss.row_writes import TRAINING_SAMPLE
 from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
 from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
 from needle_retrieval.index.checks import check_chunk_size, check_corpus
@@ -99,6 +101,9 @@ def build_index(
     if not dense and not bm25:
         raise NeedleError("nothing to build: --no-dense needs --bm25")
     check_index_type_options(index_type, store=target.store, dense=dense, multimodal=multimodal)
+    if index_type.kind.startswith("ivf"):  # nlist sized to the corpus and the vectors it trains on
+        training = TRAINING_SAMPLE if embeddings is not None else chunk_size  # a file trains on a sample of it
+        index_type = index_type.fitted(count_objects(corpus), training)
     problem = check_store_settings(target.store, options.recorded() if dense else None)
     if problem is not None:
         raise NeedleError(problem)

@@ -8,8 +8,13 @@ FAISS, every search excludes them with an ``IDSelector``, and the store rebuilds
 outnumber the live vectors.
 
 HNSW settings travel in ``search_params``: ``efSearch`` (candidates per query) and ``efConstruction``
-(candidates while inserting, so it shapes the graph of every vector added after it is set). FAISS saves both in
-``vectors.faiss``, so a loaded index searches as it was built to, unless ``search_params`` overrides them.
+(candidates while inserting, so it shapes the graph of every vector added after it is set); IVF's ``nprobe`` (lists
+scanned per query) too. FAISS saves them in ``vectors.faiss``, so a loaded index searches as it was built to,
+unless ``search_params`` overrides them: they are search-time settings, changed without a rebuild.
+
+Compressed indexes (``SQ8``, ``HNSW32,SQ8``, ``IVF1024,PQ64``) are built, trained and searched like the others;
+their ids are checked on load as an id map's are: an IVF index keeps its own ids in its lists, so ``read`` reads
+them there, and a tampered index naming a row the store never handed out is refused before any search.
 
 Scores are "higher is better": inner product, cosine similarity (vectors and queries are L2-normalised
 copies) or, for ``l2``, the negated squared Euclidean distance.
@@ -24,7 +29,7 @@ import faiss
 import numpy as np
 
 from components.stores.crash_safe_generations import verified
-from components.stores.faiss.saved_files import check_index, load_tombstones, read_index, write_index
+from components.stores.faiss.saved_files import check_index, check_rows, load_tombstones, read_index, write_index
 
 logger = logging.getLogger(__name__)
 
@@ -232,6 +237,9 @@ class FAISSVectorIndex:
         path = verified(directory, manifest, VECTORS_FILE)
         index = read_index(path)
         check_index(index, path, metric, manifest)
+        ivf = faiss.try_extract_index_ivf(index)
+        if ivf is not None:
+            check_rows(_ivf_ids(ivf), path, manifest["next_row"], "ids")
         tombstones = load_tombstones(verified(directory, manifest, TOMBSTONES_FILE), manifest, index.ntotal)
         for name, value in (params or {}).items():
             faiss.ParameterSpace().set_index_parameter(index, name, value)
@@ -241,6 +249,21 @@ class FAISSVectorIndex:
 def _hnsw_of(index: faiss.Index) -> faiss.IndexHNSW | None:
     inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap2) else index
     return inner if isinstance(inner, faiss.IndexHNSW) else None
+
+
+def _ivf_ids(ivf: faiss.IndexIVF) -> np.ndarray:
+    """Every id an IVF index holds, list by list (IVF keeps its ids in its inverted lists, not in an id map)."""
+    lists = ivf.invlists
+    if lists is None:
+        return np.empty(0, np.int64)
+    found = []
+    for number in range(ivf.nlist):
+        size = lists.list_size(number)
+        if size:
+            ids = lists.get_ids(number)
+            found.append(faiss.rev_swig_ptr(ids, size).copy())
+            lists.release_ids(number, ids)  # type: ignore[attr-defined]  # faiss stubs lack release_ids
+    return np.concatenate(found) if found else np.empty(0, np.int64)
 
 
 def _can_remove(index: faiss.Index) -> bool:
