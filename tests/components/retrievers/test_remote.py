@@ -26,7 +26,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 @pytest.fixture(scope="module")
 def local(tmp_path_factory: pytest.TempPathFactory) -> Searcher:
-    return Searcher(sample_index(tmp_path_factory), top_k=4)
+    return Searcher(sample_index(tmp_path_factory), top_k=4, mode="dense")  # /search answers dense, as UltraRAG
 
 
 def address(server: Server) -> str:
@@ -58,13 +58,39 @@ def test_a_yaml_round_trip_keeps_the_settings(server: Server) -> None:
     assert len(loaded.run({"remote": {"queries": QUERIES}})["remote"]["documents"][2]) == 2
 
 
-def test_a_refusal_carries_the_servers_status_and_message_and_is_not_retried(server: Server) -> None:
-    retriever = UltraRAGRemoteRetriever(retriever_url=address(server), collection_name="wiki", retries=3, base_delay=5)
-    started = time.monotonic()
-    with pytest.raises(RemoteSearchError, match=r"HTTP 404.*wiki") as raised:
-        retriever.run(query="zip")
-    assert raised.value.status == 404
-    assert time.monotonic() - started < 5  # a 4xx is final: no back-off sleep happened
+class RefusingHandler(BaseHTTPRequestHandler):
+    """Answers every search as a Milvus `needle serve` answers another collection: 404 with FastAPI's detail."""
+
+    calls = 0
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        RefusingHandler.calls += 1
+        body = b"{\"detail\": \"collection_name 'wiki' is not served here; use one of '', 'needle'\"}"
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_refusal_carries_the_servers_status_and_message_and_is_not_retried() -> None:
+    refusing = ThreadingHTTPServer(("127.0.0.1", 0), RefusingHandler)
+    threading.Thread(target=refusing.serve_forever, daemon=True).start()
+    try:
+        url = f"127.0.0.1:{refusing.server_address[1]}"
+        retriever = UltraRAGRemoteRetriever(retriever_url=url, collection_name="wiki", retries=3, base_delay=5)
+        started = time.monotonic()
+        with pytest.raises(RemoteSearchError, match=r"HTTP 404.*wiki") as raised:
+            retriever.run(query="zip")
+        assert raised.value.status == 404
+        assert RefusingHandler.calls == 1
+        assert time.monotonic() - started < 5  # a 4xx is final: no back-off sleep happened
+    finally:
+        refusing.shutdown()
 
 
 class FlakyHandler(BaseHTTPRequestHandler):
