@@ -153,7 +153,7 @@ def cmd_search(args: argparse.Namespace) -> None:
 
     searcher = Searcher(
         Path(index_dir), args.mode, top_k, model=args.model, fusion=args.fusion, query_instruction=instruction,
-        bm25_threads=args.threads, trust=trust_of(args, config),
+        bm25_threads=args.threads, trust=trust_of(args, config), nprobe=args.nprobe, ef_search=args.ef_search,
     )  # fmt: skip
     size = args.batch_size or QUERY_BATCH
     try:

@@ -9,7 +9,7 @@ import argparse
 from typing import Any, NoReturn
 
 from components.checks import MAX_QUERIES, MAX_TOP_K
-from needle_retrieval.cli.index_type_flags import add_index_type_flags
+from needle_retrieval.cli.index_type_flags import add_index_type_flags, add_search_time_flags
 from needle_retrieval.cli.options import (
     EXIT_USAGE,
     MAX_EMBED_BATCH,
@@ -178,6 +178,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_threads_flag(se, "query encoding (torch), FAISS search and BM25 scoring")
     add_trust_flags(se)
+    add_search_time_flags(se)
 
     ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset (nDCG@10, recall, MRR, MAP)")
     ev.add_argument("dataset_dir", nargs="?", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")

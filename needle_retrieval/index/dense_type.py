@@ -100,6 +100,8 @@ class DenseIndexType:
             raise NeedleError(
                 f"{flags} only apply to --index-type {' or '.join(owners)} (this build is --index-type {kind})"
             )
+        if "nlist" in settings and "nprobe" not in settings:  # the default nprobe, within a small --nlist
+            settings["nprobe"] = min(cls.nprobe, settings["nlist"])
         return cls(kind, **settings)
 
     def fitted(self, documents: int, training: int) -> "DenseIndexType":

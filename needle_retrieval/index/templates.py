@@ -130,6 +130,20 @@ def save_hayhooks_wrapper(generation: Path, name: str) -> None:
     (folder / "pipeline_wrapper.py").write_text(HAYHOOKS_WRAPPER.format(name=name), encoding="utf-8")
 
 
+def set_search_time(data: dict[str, Any], manifest: IndexManifest, nprobe: int | None, ef_search: int | None) -> None:
+    """Search DATA's FAISS stores with NPROBE / EF_SEARCH (None: the index's own) instead of the values the index
+    recorded: recall against speed for one search, no rebuild.
+
+    :raises NeedleError: A setting the index's type does not have (e.g. ``--nprobe`` on a flat index), naming it.
+    """
+    recorded = DenseIndexType.from_recorded(manifest.dense_index)
+    index_type = recorded.with_search(nprobe=nprobe, ef_search=ef_search)
+    for component, spec in data["components"].items():
+        store = spec["init_parameters"].get("document_store")
+        if store is not None and "FAISS" in store["type"]:
+            set_index_type(data, component, index_type)
+
+
 def set_index_type(data: dict[str, Any], component: str, index_type: DenseIndexType) -> None:
     """Give COMPONENT's FAISS store the index type's ``index_factory`` and ``search_params``."""
     pf.set_init_param(data, f"{component}.document_store.index_factory", index_type.factory())

@@ -19,7 +19,7 @@ from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import rebuild_hint
 from needle_retrieval.index.generations import live_name
 from needle_retrieval.index.manifest import IndexManifest
-from needle_retrieval.index.templates import fill_search_pipeline
+from needle_retrieval.index.templates import fill_search_pipeline, set_search_time
 from needle_retrieval.index.trust import Trust
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.fusion import FusionSetting, index_fusion
@@ -81,6 +81,8 @@ class Searcher:
         query_instruction: str | None = None,
         bm25_threads: int | None = None,
         trust: Trust | None = None,
+        nprobe: int | None = None,
+        ef_search: int | None = None,
     ) -> None:
         """Open the index for MODE (None: hybrid when it has dense and BM25 parts, else its one mode).
 
@@ -96,6 +98,10 @@ class Searcher:
         :param trust: The models whose code, the servers and the key variables the index's pipeline may use
             (``needle_retrieval.index.trust``); None: those the ``NEEDLE_*`` environment variables allow. What the
             index records must be among them, or it is refused before anything loads.
+        :param nprobe: Lists an IVF index (ivf-flat, ivf-pq) searches per query, in place of the recorded number;
+            more = better recall, slower. None: the index's own. Refused for an index of another type.
+        :param ef_search: Candidates an HNSW index (hnsw, hnsw-sq8) keeps per query, in place of the recorded
+            number. None: the index's own. Refused for an index of another type.
         """
         self.index_dir = Path(index_dir)
         self.fusion = index_fusion(self.index_dir) if fusion is None else fusion
@@ -103,6 +109,7 @@ class Searcher:
         self.query_instruction = query_instruction
         self.bm25_threads = bm25_threads
         self.trust = trust
+        self.search_time = (nprobe, ef_search)
         for attempt in (1, 2):
             self.manifest = IndexManifest.load(self.index_dir)
             try:
@@ -129,6 +136,8 @@ class Searcher:
         data = fill_search_pipeline(self.index_dir, self.manifest, template, self.fusion, self.trust)
         if self.bm25_threads is not None:
             set_bm25_threads(data, self.bm25_threads)
+        if self.search_time != (None, None):
+            set_search_time(data, self.manifest, *self.search_time)
         self.runner = pf.QueryPipeline(data, f"{template}_search", "queries", warm_up=False)
         self.pipeline = self.runner.pipeline
         self._check_parts()

@@ -147,3 +147,24 @@ def test_a_tampered_type_in_the_manifest_is_refused(
     assert main(["search", str(copy), "q", "--mode", "dense"]) != 0
     err = capsys.readouterr().err
     assert "the store was built with index_factory='SQ8'" in err
+
+
+def test_needle_search_nprobe_trades_recall_for_one_search(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`needle search --nprobe N` searches an IVF index with N lists instead of the recorded number (no rebuild):
+    all of them answer as exactly as flat, one list loses some hits; a flag of another type is refused by name."""
+    out = tmp_path / "index"
+    assert main(["index", str(SAMPLE), "--out", str(out), "--index-type", "ivf-flat", "--nlist", "6"]) == 0
+    exact = tmp_path / "flat"
+    assert main(["index", str(SAMPLE), "--out", str(exact)]) == 0
+    queries = ["read and write zip archives", "run code in a separate thread", "parse command line options"]
+
+    def ids(index: Path, *flags: str) -> list[list[str]]:
+        capsys.readouterr()
+        assert main(["search", str(index), *queries, "--top-k", "10", "--json", *flags]) == 0
+        return [[hit["id"] for hit in hits] for hits in json.loads(capsys.readouterr().out)]
+
+    assert ids(out, "--nprobe", "6") == ids(exact)
+    assert ids(out, "--nprobe", "1") != ids(exact)
+    assert json.loads((live(out) / "manifest.json").read_text())["dense_index"]["nprobe"] != 1  # not rebuilt
+    assert main(["search", str(out), "q", "--ef-search", "10"]) == 2
+    assert "--ef-search applies to hnsw or hnsw-sq8 indexes; this index is ivf-flat" in capsys.readouterr().err
