@@ -31,7 +31,7 @@ from needle_retrieval.index.streaming import aligned, chunk_inputs, doing, repor
 from needle_retrieval.progress import Progress
 from needle_retrieval.ultrarag.config import UltraRAGConfig
 
-__all__ = ["checked_seed", "embed_corpus", "model_dimension"]
+__all__ = ["checked_seed", "embed_corpus"]
 
 REEMBED = "run retriever_embed with overwrite=true to encode the corpus again"
 
@@ -113,9 +113,3 @@ def checked_seed(config: UltraRAGConfig, npy: Path) -> None:
         embeddings_in.check_fingerprint(npy, expected)
     except EmbeddingFileError as error:
         raise NeedleError(f"embedding_path {str(error).removesuffix(f'; {REBUILD_HINT}')}; {REEMBED}") from None
-
-
-def model_dimension(config: UltraRAGConfig) -> int | None:
-    """The dimension of CONFIG's sentence-transformers model, read from its files without loading it; None when
-    they do not tell (``needle_retrieval.index.embeddings_in.model_dimension``)."""
-    return embeddings_in.model_dimension(config.model, config.spec.recorded())
