@@ -17,13 +17,10 @@ from components.stores.crash_safe_generations import MANIFEST, verified, verify_
 from components.stores.document_checks import check_document_list, check_meta_storable, encode_document
 from components.stores.faiss.checks import (
     FORMAT,
-    check_finite,
     check_init,
     check_manifest,
-    check_matrix,
     stack_embeddings,
 )
-from components.stores.faiss.disk_document_table import DiskDocumentTable
 from components.stores.faiss.row_writes import RowWrites
 from components.stores.faiss.saved_files import check_rows
 from components.stores.faiss.searches import FAISSSearches
@@ -306,13 +303,6 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
                 self._writer.seen(Path(self.path), found)
         return table
 
-    def _new_table(self) -> SQLiteDocumentTable:
-        """An empty table: on disk for a store built into a new directory and saved once (``autosave`` off), so
-        that a build's memory does not grow with its corpus (``disk_document_table``); else in memory."""
-        if self.path is not None and not self.autosave:
-            return DiskDocumentTable()
-        return SQLiteDocumentTable()
-
     def _load(self, generation: Path, manifest: dict[str, Any]) -> SQLiteDocumentTable:
         """Load a saved generation into this store; returns its document table."""
         settings = {"metric": self.metric, "index_factory": self.index_factory, "embedding_dim": self.embedding_dim}
@@ -357,30 +347,3 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
             "vectors": self._vectors.ntotal if self._vectors is not None else None,
             "info": self._info,
         }
-
-    def _write_matrix(self, documents: list[Document], matrix: np.ndarray, policy: DuplicatePolicy, source: str) -> int:
-        """Write documents with embeddings from ``matrix``, ``index_chunk_size`` rows at a time, then save once."""
-        texts = [encode_document(d, i) for i, d in enumerate(check_document_list(documents))]
-        with self._lock:
-            self._ready()
-            check_matrix(matrix, len(documents), self.embedding_dim, source)
-            for start in range(0, len(documents), self.index_chunk_size):
-                block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
-
-                def name_of(row: int, start: int = start) -> str:
-                    return f"{source} row {start + row}"
-
-                check_finite(block, name_of)
-
-        def change() -> tuple[int, bool]:
-            if policy in (DuplicatePolicy.NONE, DuplicatePolicy.FAIL):
-                self._check_new_ids(documents)
-            self._pretrain(matrix, source)
-            written = 0
-            for start in range(0, len(documents), self.index_chunk_size):
-                block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
-                end = start + len(block)
-                written += self._write(documents[start:end], texts[start:end], block, np.arange(len(block)), policy)
-            return written, written > 0
-
-        return self._mutate(change)

@@ -5,18 +5,23 @@ FAISS id. An overwrite deletes the old row and inserts a new one. These methods 
 transactions (``components.stores.transactions``) with its lock held; they assume checked inputs.
 """
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from haystack import Document
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from components.stores.faiss.checks import check_finite
+from components.stores.document_checks import check_document_list, encode_document
+from components.stores.faiss.checks import check_finite, check_matrix
+from components.stores.faiss.disk_document_table import DiskDocumentTable
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
 from components.stores.faiss.vector_index import FAISSVectorIndex, build_faiss_index
 
 TRAINING_SAMPLE = 100_000  # rows of a .npy used to train an IVF index before the bulk add
+T = TypeVar("T")
 
 
 class RowWrites:
@@ -28,12 +33,20 @@ class RowWrites:
     embedding_dim: int | None
     index_chunk_size: int
     index_use_gpu: bool
+    path: str | None
+    autosave: bool
     _vectors: FAISSVectorIndex | None
     _next_row: int
+    _lock: threading.RLock
 
     def _ready(self) -> SQLiteDocumentTable:
         """The store's document table, loaded on first use (provided by the store)."""
         raise NotImplementedError
+
+    if TYPE_CHECKING:  # provided by the store (a stub here would shadow TransactionalStore's in the MRO)
+
+        def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
+            """Run ``change`` as one all-or-nothing transaction."""
 
     def _check_new_ids(self, documents: Sequence[Document]) -> None:
         seen: set[str] = set()
@@ -118,3 +131,37 @@ class RowWrites:
                 dim = self._vectors.dim
                 self._vectors = None
                 self._index_stored_vectors(self._vector_index(dim))
+
+    def _new_table(self) -> SQLiteDocumentTable:
+        """An empty table: on disk for a store built into a new directory and saved once (``autosave`` off), so
+        that a build's memory does not grow with its corpus (``disk_document_table``); else in memory."""
+        if self.path is not None and not self.autosave:
+            return DiskDocumentTable()
+        return SQLiteDocumentTable()
+
+    def _write_matrix(self, documents: list[Document], matrix: np.ndarray, policy: DuplicatePolicy, source: str) -> int:
+        """Write documents with embeddings from ``matrix``, ``index_chunk_size`` rows at a time, then save once."""
+        texts = [encode_document(d, i) for i, d in enumerate(check_document_list(documents))]
+        with self._lock:
+            self._ready()
+            check_matrix(matrix, len(documents), self.embedding_dim, source)
+            for start in range(0, len(documents), self.index_chunk_size):
+                block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
+
+                def name_of(row: int, start: int = start) -> str:
+                    return f"{source} row {start + row}"
+
+                check_finite(block, name_of)
+
+        def change() -> tuple[int, bool]:
+            if policy in (DuplicatePolicy.NONE, DuplicatePolicy.FAIL):
+                self._check_new_ids(documents)
+            self._pretrain(matrix, source)
+            written = 0
+            for start in range(0, len(documents), self.index_chunk_size):
+                block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
+                end = start + len(block)
+                written += self._write(documents[start:end], texts[start:end], block, np.arange(len(block)), policy)
+            return written, written > 0
+
+        return self._mutate(change)
