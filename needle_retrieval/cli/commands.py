@@ -2,7 +2,7 @@
 
     needle index CORPUS --out DIR [--model M] [--overwrite | --embeddings FILE.npy] [--bm25 [--lang en|zh]] [--no-dense]
                 [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]] [--chunk-size N]
-                [--index-type flat|hnsw|sq8|hnsw-sq8|ivf-flat|ivf-pq [--hnsw-m M] [--ef-construction N]
+                [--index-type flat|hnsw|sq8|hnsw-sq8|ivf-flat|ivf-sq8|ivf-pq [--hnsw-m M] [--ef-construction N]
                  [--ef-search N] [--nlist N] [--nprobe N] [--pq-m M]]
                 [--batch-size N] [--threads N]
     needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--fusion FILE|default] [--json]

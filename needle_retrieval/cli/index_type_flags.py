@@ -25,7 +25,8 @@ def add_index_type_flags(ix: argparse.ArgumentParser) -> None:
         f"{default.ef_construction}, efSearch={default.ef_search}), under a ms per query at a million vectors, "
         "but its build takes minutes there and about 20%% more memory for the vectors. Compressed: sq8 (one byte "
         "per value, a quarter of flat's memory), hnsw-sq8 (HNSW over SQ8), ivf-flat (k-means lists, --nlist / "
-        "--nprobe), ivf-pq (lists of --pq-m byte codes); see docs/guides/compressed-indexes.md",
+        "--nprobe), ivf-sq8 (IVF lists of SQ8 codes: ivf-flat's speed in sq8's memory), ivf-pq (lists of --pq-m byte "
+        "codes); see docs/guides/compressed-indexes.md",
     )
     helps = {
         "hnsw_m": f"hnsw, hnsw-sq8: graph neighbours per vector (default {default.hnsw_m}); more = better recall, "
@@ -34,10 +35,10 @@ def add_index_type_flags(ix: argparse.ArgumentParser) -> None:
         "slower build, better graph",
         "ef_search": f"hnsw, hnsw-sq8: candidates per query (default {default.ef_search}); more = better recall, "
         "slower queries",
-        "nlist": "ivf-flat, ivf-pq: k-means lists (default: sqrt(documents), at most the training sample / 39; the "
-        "sample is the corpus's first --chunk-size documents)",
-        "nprobe": f"ivf-flat, ivf-pq: lists scanned per query (default {default.nprobe}, at most --nlist); more = "
-        "better recall, slower queries",
+        "nlist": "ivf-flat, ivf-sq8, ivf-pq: k-means lists (default: sqrt(documents), at most the training "
+        "sample / 39; the sample is the corpus's first --chunk-size documents)",
+        "nprobe": f"ivf-flat, ivf-sq8, ivf-pq: lists scanned per query (default {default.nprobe}, at most "
+        "--nlist); more = better recall, slower queries",
         "pq_m": f"ivf-pq: bytes per vector (default {default.pq_m}); must divide the embedding dimension",
     }
     for name in SETTING_NAMES:
@@ -52,7 +53,7 @@ def index_type_of(args: argparse.Namespace) -> DenseIndexType:
 
 def add_search_time_flags(se: argparse.ArgumentParser) -> None:
     """`--nprobe N` / `--ef-search N` for a search: override the index's recorded setting for this run only."""
-    for name, types in (("nprobe", "ivf-flat and ivf-pq"), ("ef_search", "hnsw and hnsw-sq8")):
+    for name, types in (("nprobe", "ivf-flat, ivf-sq8 and ivf-pq"), ("ef_search", "hnsw and hnsw-sq8")):
         low, high = RANGES[name]
         se.add_argument(
             FLAGS[name],

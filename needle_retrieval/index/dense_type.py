@@ -12,6 +12,8 @@ The compressed types (``docs/guides/compressed-indexes.md`` has their measured r
 - ``sq8``: every value stored in one byte (a quarter of flat's memory), searched exhaustively.
 - ``hnsw-sq8``: the HNSW graph over SQ8 codes: HNSW's speed at about a third of its memory.
 - ``ivf-flat``: the vectors split into ``nlist`` k-means lists; a query scans the ``nprobe`` nearest lists.
+- ``ivf-sq8``: IVF lists of SQ8 codes: IVF's speed in a quarter of flat's memory (IVF keeps its own ids, so no id
+  map is added either).
 - ``ivf-pq``: IVF lists of product-quantisation codes, ``pq_m`` bytes per vector (64 bytes for 1,536 at 384-d).
 
 IVF and PQ are trained (k-means) on a sample: the vectors of the first write that holds enough of them, which in
@@ -30,7 +32,7 @@ from typing import Any
 
 from needle_retrieval.errors import NeedleError
 
-INDEX_TYPES = ("flat", "hnsw", "sq8", "hnsw-sq8", "ivf-flat", "ivf-pq")
+INDEX_TYPES = ("flat", "hnsw", "sq8", "hnsw-sq8", "ivf-flat", "ivf-sq8", "ivf-pq")
 # The settings each type takes; a setting given to another type is refused, naming it.
 HNSW_SETTINGS = ("hnsw_m", "ef_construction", "ef_search")
 SETTINGS: dict[str, tuple[str, ...]] = {
@@ -39,6 +41,7 @@ SETTINGS: dict[str, tuple[str, ...]] = {
     "sq8": (),
     "hnsw-sq8": HNSW_SETTINGS,
     "ivf-flat": ("nlist", "nprobe"),
+    "ivf-sq8": ("nlist", "nprobe"),
     "ivf-pq": ("nlist", "nprobe", "pq_m"),
 }
 # Allowed ranges, as the CLI flags state them. M: graph neighbours per vector (FAISS needs >= 2);
@@ -159,6 +162,7 @@ class DenseIndexType:
             "sq8": "SQ8",
             "hnsw-sq8": f"HNSW{self.hnsw_m},SQ8",
             "ivf-flat": f"IVF{self.nlist},Flat",
+            "ivf-sq8": f"IVF{self.nlist},SQ8",
             "ivf-pq": f"IVF{self.nlist},PQ{self.pq_m}",
         }[self.kind]
 

@@ -98,7 +98,7 @@ class Searcher:
         :param trust: The models whose code, the servers and the key variables the index's pipeline may use
             (``needle_retrieval.index.trust``); None: those the ``NEEDLE_*`` environment variables allow. What the
             index records must be among them, or it is refused before anything loads.
-        :param nprobe: Lists an IVF index (ivf-flat, ivf-pq) searches per query, in place of the recorded number;
+        :param nprobe: Lists an IVF index (ivf-flat, ivf-sq8, ivf-pq) searches per query, in place of the recorded number;
             more = better recall, slower. None: the index's own. Refused for an index of another type.
         :param ef_search: Candidates an HNSW index (hnsw, hnsw-sq8) keeps per query, in place of the recorded
             number. None: the index's own. Refused for an index of another type.

@@ -1,5 +1,6 @@
-"""`needle index --index-type sq8 | hnsw-sq8 | ivf-flat | ivf-pq`: the choice and its settings, sized to the corpus,
-refused in one line when they cannot fit, recorded in the manifest and the pipeline files, and searched end to end."""
+"""`needle index --index-type sq8 | hnsw-sq8 | ivf-flat | ivf-sq8 | ivf-pq`: the choice and its settings, sized to the
+corpus, refused in one line when they cannot fit, recorded in the manifest and the pipeline files, and searched end
+to end."""
 
 import argparse
 import json
@@ -30,6 +31,7 @@ def parsed(*flags: str) -> DenseIndexType:
         (["--index-type", "hnsw-sq8", "--hnsw-m", "16", "--ef-search", "80"], "HNSW16,SQ8",
          {"efConstruction": 128, "efSearch": 80}),
         (["--index-type", "ivf-flat", "--nlist", "100", "--nprobe", "8"], "IVF100,Flat", {"nprobe": 8}),
+        (["--index-type", "ivf-sq8", "--nlist", "100"], "IVF100,SQ8", {"nprobe": 16}),
         (["--index-type", "ivf-pq", "--nlist", "256", "--pq-m", "48"], "IVF256,PQ48", {"nprobe": 16}),
     ],
 )  # fmt: skip
@@ -52,7 +54,7 @@ def test_only_the_types_own_settings_are_recorded() -> None:
 @pytest.mark.parametrize(
     ("flags", "named"),
     [
-        (["--index-type", "sq8", "--nlist", "8"], "--nlist only apply to --index-type ivf-flat or ivf-pq"),
+        (["--index-type", "sq8", "--nlist", "8"], "--nlist only apply to --index-type ivf-flat or ivf-sq8 or ivf-pq"),
         (["--index-type", "ivf-flat", "--pq-m", "8"], "--pq-m only apply to --index-type ivf-pq"),
         (["--index-type", "ivf-pq", "--ef-search", "8"], "--ef-search only apply to --index-type hnsw or hnsw-sq8"),
         (["--index-type", "ivf-flat", "--nlist", "8", "--nprobe", "9"], "--nprobe 9 is more than the 8 lists"),
