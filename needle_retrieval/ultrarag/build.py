@@ -24,6 +24,7 @@ from components.embedders.embedding_file import REBUILD_HINT, copy_embeddings
 from needle_retrieval.defaults import DEFAULT_MODEL
 from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
 from needle_retrieval.index.build import build_index
+from needle_retrieval.index.dense_type import FLAT
 from needle_retrieval.index.generations import EMBEDDINGS
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.ultrarag.config import UltraRAGConfig, load_config
@@ -143,6 +144,7 @@ def _build(
         encode=encode,
         embedder=config.spec.recorded() if dense else None,  # images too (needle_retrieval.index.images)
         multimodal=config.multimodal,
+        index_type=config.index_type if dense else FLAT,
         options=config.options,
     )
 

@@ -69,6 +69,7 @@ from components.checks import MAX_TOP_K
 from components.embedders.embedder_factory import EmbedderSpec, check_options, options_block
 from needle_retrieval.defaults import DEFAULT_MODEL, DEFAULT_TOP_K
 from needle_retrieval.errors import NeedleError
+from needle_retrieval.index.dense_type import RANGES, DenseIndexType
 from needle_retrieval.ultrarag.backends import BLOCK_EXTRA as BLOCK_EXTRA  # docs/hooks.py reads it here
 from needle_retrieval.ultrarag.backends import embedding_spec
 from needle_retrieval.ultrarag.stores import IndexBackend, check_index_backend
@@ -112,6 +113,7 @@ class UltraRAGConfig:
     multimodal: bool  # is_multimodal: an image corpus, embedded by SPEC's CLIP model (needle_retrieval.index.images)
     demo: bool  # is_demo: OpenAI embeddings into Milvus, retriever_index encoding the corpus itself (as UltraRAG's)
     options: "IndexOptions"  # repeated ids by position; the store's settings, BM25's tokenizer (index.options)
+    index_type: DenseIndexType  # the FAISS index: index_backend_configs.faiss.index_type and its settings
     websearch: WebSearchChoice  # websearch_backend and websearch_backend_configs (needle_retrieval.ultrarag.websearch)
     retrieve_thread_num: int  # web search: queries in flight at once
     retriever_url: str  # the deploy server of retriever_deploy_search
@@ -141,6 +143,8 @@ FILE_FLAGS = {
     "multimodal": (False, "is_multimodal"),
     "duplicate_ids": ("error", "corpus_path, read by UltraRAG's rule (repeated ids keyed by position),"),
     "bm25_tokenizer": ("bm25s", "backend_configs.bm25.tokenizer"),
+    "index_type": ("flat", "index_backend_configs.faiss.index_type"),
+    **{name: (None, f"index_backend_configs.faiss.{name}") for name in RANGES},
 }
 
 
@@ -260,6 +264,7 @@ def _checked(path: Path | None, data: dict[str, Any], ignored: list[str]) -> Ult
             store_settings=chosen.settings,
             bm25_tokenizer=None if spec.dense else spec.bm25_tokenizer(),
         ),
+        index_type=chosen.index_type,
         websearch=web_search_choice(data.get("websearch_backend"), data.get("websearch_backend_configs"), ignored),
         retrieve_thread_num=int_value(data, "retrieve_thread_num", 1, MAX_THREADS),
         retriever_url=retriever_url(data.get("retriever_url")),

@@ -8,7 +8,10 @@ the keys needle knows are type-checked in every block.
 - faiss: `index_path` is the index directory itself (UltraRAG's FAISS file becomes needle's directory of
   generations there, so the faiss, Milvus and BM25 indexes of one file never share a directory);
   `index_chunk_size` is the number of vectors added to FAISS per call; `index_use_gpu: true` searches on the GPUs
-  when faiss sees any, else the CPU after one warning (as UltraRAG falls back to the CPU).
+  when faiss sees any, else the CPU after one warning (as UltraRAG falls back to the CPU). needle's own keys choose
+  the FAISS index as `needle index --index-type` and its flags do: `index_type` (flat, hnsw, sq8, hnsw-sq8,
+  ivf-flat, ivf-sq8, ivf-pq) and its settings `hnsw_m`, `ef_construction`, `ef_search`, `nlist`, `nprobe`, `pq_m`
+  (``needle_retrieval.index.dense_type``: a setting of another type is refused, naming it).
 - milvus: `uri` is a Milvus Lite path, which is the index directory itself (each generation keeps its own
   database inside it), or a server URL (`http://host:port`; each build its own collection behind the alias
   `collection_name`: the top-level one, else the block's, as UltraRAG's top-level value replaces the block's;
@@ -35,6 +38,8 @@ from components.embedders.embedder_factory import (
     options_block,
 )
 from components.stores.milvus.settings import MilvusSettings
+from needle_retrieval.errors import NeedleError
+from needle_retrieval.index.dense_type import FLAT, RANGES, DenseIndexType
 from needle_retrieval.index.milvus_place import DEFAULT_COLLECTION, is_server
 from needle_retrieval.ultrarag.keys import take_literal
 from needle_retrieval.ultrarag.values import unknown_keys
@@ -47,7 +52,13 @@ METRIC = "IP"  # the metric of every needle Milvus collection (needle_retrieval.
 SEARCH_PARAM_KEYS = ("metric_type", "params")
 # The type of every key of both blocks (null: the store's default, as UltraRAG leaves it out).
 TYPES: dict[str, dict[str, OptionType]] = {
-    "faiss": {"index_path": OPTIONAL_STRING, "index_chunk_size": OPTIONAL_INT, "index_use_gpu": OPTIONAL_BOOL},
+    "faiss": {
+        "index_path": OPTIONAL_STRING,
+        "index_chunk_size": OPTIONAL_INT,
+        "index_use_gpu": OPTIONAL_BOOL,
+        "index_type": OPTIONAL_STRING,
+        **dict.fromkeys(RANGES, OPTIONAL_INT),  # the index type's settings, as needle index's flags
+    },
     "milvus": {
         "uri": OPTIONAL_STRING,
         "token": OPTIONAL_STRING,
@@ -86,6 +97,7 @@ class IndexBackend:
     target: "StoreChoice" = field(default_factory=_faiss_choice)
     settings: dict[str, Any] = field(default_factory=dict)
     location: str | None = None
+    index_type: DenseIndexType = FLAT
 
 
 def check_index_backend(
@@ -132,7 +144,24 @@ def _faiss(block: dict[str, Any]) -> IndexBackend:
         if not isinstance(use_gpu, bool):
             raise ValueError(f"index_backend_configs.faiss.index_use_gpu must be true or false, got {use_gpu!r}")
         settings["index_use_gpu"] = use_gpu
-    return IndexBackend(_faiss_choice(), settings, _location("index_backend_configs.faiss.index_path", block))
+    location = _location("index_backend_configs.faiss.index_path", block)
+    return IndexBackend(_faiss_choice(), settings, location, _index_type(block))
+
+
+def _index_type(block: dict[str, Any]) -> DenseIndexType:
+    """The FAISS index the block's `index_type` and settings choose (flat when absent), as `needle index
+    --index-type` and its flags choose it; a ValueError names the key."""
+    where = "index_backend_configs.faiss"
+    settings = {name: block[name] for name in RANGES if block.get(name) is not None}
+    kind = block.get("index_type") or "flat"
+    try:
+        return DenseIndexType.from_flags(kind, **settings)
+    except NeedleError as error:  # the flags' words, said in the file's keys
+        text = str(error).replace(f"(this build is --index-type {kind})", f"(index_type is {kind})")
+        text = text.replace("--index-type", f"{where}.index_type")
+        for name in RANGES:
+            text = text.replace(f"--{name.replace('_', '-')}", f"{where}.{name}")
+        raise ValueError(text) from None
 
 
 def _milvus(block: dict[str, Any], collection_name: Any) -> IndexBackend:
