@@ -17,38 +17,10 @@ float32), and a query's scores are summed term by term in float32, as its scorer
 by row, lowest first, so both backends and every thread count give the same order.
 """
 
-from collections.abc import Callable
-from typing import Any
-
-import numba
 import numpy as np
 
-METHOD_CODES = {"robertson": 0, "lucene": 1, "atire": 2, "bm25l": 3, "bm25+": 4}
-
-
-def _jit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """``numba.njit`` with the on-disk cache when numba finds a writable place for it, without otherwise."""
-
-    def decorate(function: Callable[..., Any]) -> Any:
-        try:
-            return numba.njit(cache=True, **options)(function)
-        except RuntimeError:  # "cannot cache function ...: no locator available": compile per process instead
-            return numba.njit(**options)(function)
-
-    return decorate
-
-
-@_jit(nogil=True, inline="always")
-def _tfc(method: int, tf: float, dl: float, avgdl: float, k1: float, b: float, delta: float) -> float:
-    """bm25s' term-frequency component (``bm25s.scoring._score_tfc_*``), same operations in the same order."""
-    if method == 2:  # bm25s multiplies its float32 tf array by k1 + 1 in float32
-        return float(np.float32(tf) * np.float32(k1 + 1)) / (tf + k1 * (1 - b + b * dl / avgdl))
-    if method == 3:
-        c = tf / (1 - b + b * dl / avgdl)
-        return ((k1 + 1) * (c + delta)) / (k1 + c + delta)
-    if method == 4:
-        return float(np.float32(k1 + 1) * np.float32(tf)) / (k1 * (1 - b + b * dl / avgdl) + tf) + delta
-    return tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)
+from components.stores.bm25.jit import cached_jit as _jit
+from components.stores.bm25.scoring import tfc_kernel as _tfc
 
 
 @_jit(nogil=True)

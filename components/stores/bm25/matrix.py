@@ -56,19 +56,15 @@ def build_bm25(
     n_docs, vocab_size = len(offsets) - 1, len(vocab)
     avgdl = float(np.diff(offsets).mean()) if n_docs else 1.0
     df = document_frequencies(tokens, offsets, vocab_size, report)
-    seen = df > 0
-    idf = np.zeros(vocab_size)
-    idf[seen] = bm25_scoring.idf(method, df[seen], n_docs)
+    idf = bm25_scoring.term_idf(method, df, n_docs)
     nonoccurrence = None
-    if method in bm25_scoring.NONOCCURRENCE_METHODS:  # bm25s: idf * tfc(tf=0, l_d=avgdl, l_avg=avgdl)
-        zero = np.zeros(1)
-        missing = bm25_scoring.tfc(method, zero, np.full(1, avgdl), avgdl, k1, b, delta)[0]
-        nonoccurrence = np.where(seen, idf * missing, 0.0).astype(np.float32)
+    if method in bm25_scoring.NONOCCURRENCE_METHODS:
+        nonoccurrence = bm25_scoring.nonoccurrence(method, idf, k1, b, delta).astype(np.float32)
     indptr = np.zeros(vocab_size + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
     data, indices = np.empty(indptr[-1], dtype=np.float32), np.empty(indptr[-1], dtype=np.int32)
     matrix = (data, indices, indptr[:-1].copy(), np.zeros(vocab_size, dtype=np.int64))
-    scoring = (kernels.METHOD_CODES[method], float(k1), float(b), float(delta), avgdl)
+    scoring = (bm25_scoring.METHOD_CODES[method], float(k1), float(b), float(delta), avgdl)
     weights = (idf.astype(np.float32), np.zeros(0, dtype=np.float32) if nonoccurrence is None else nonoccurrence)
     report("weighting terms", 0, n_docs)
     for first, stop in chunks(n_docs):

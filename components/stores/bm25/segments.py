@@ -167,9 +167,7 @@ class DeltaSegment:
         pairs, tf = np.unique(np.repeat(np.arange(len(ids)), lengths) * width + flat, return_counts=True)
         rows, terms = pairs // width, pairs % width
         n_docs, df, total = self._collection_stats(main, terms, lengths, vocab_size)
-        term_idf = np.zeros(vocab_size)
-        seen = df > 0
-        term_idf[seen] = bm25_scoring.idf(params.method, df[seen], n_docs)
+        term_idf = bm25_scoring.term_idf(params.method, df, n_docs)
         self.nonoccurrence = bm25_scoring.nonoccurrence(params.method, term_idf, params.k1, params.b, params.delta)
         avgdl = total / n_docs if total else 1.0
         doc_lengths = lengths[rows].astype(np.float64)
