@@ -43,6 +43,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from components.checks import MAX_TOP_K
+from components.deploy_protocol import BatchPassages, Passages
 from needle_retrieval.defaults import DEFAULT_TOP_K, INSTRUCTION_HELP
 
 if TYPE_CHECKING:
@@ -57,18 +58,6 @@ Instruction = Annotated[str, Field(description=INSTRUCTION_HELP)]
 Collection = Annotated[str, Field(description='ignored on FAISS; on Milvus "" or this index\'s collection')]
 UserId = Annotated[str, Field(description='the user whose memory to search ("": default)')]
 WEB_PROVIDERS = ("exa", "tavily", "zhipuai")
-
-
-class Passages(BaseModel):
-    """One list of passage texts per query, best first, in query order."""
-
-    ret_psg: list[list[str]]
-
-
-class BatchPassages(BaseModel):
-    """``Passages`` for each list of queries."""
-
-    ret_psg_ls: list[list[list[str]]]
 
 
 class ProjectMemory(BaseModel):

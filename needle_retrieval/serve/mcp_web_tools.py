@@ -26,13 +26,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from components.checks import MAX_TOP_K
+from components.deploy_protocol import BatchPassages, Passages
 from needle_retrieval.defaults import DEFAULT_TOP_K
 from needle_retrieval.errors import one_line
 from needle_retrieval.serve.mcp_tools import (
     WEB_PROVIDERS,
-    BatchPassages,
     Instruction,
-    Passages,
     Queries,
     check_count,
     nonempty,

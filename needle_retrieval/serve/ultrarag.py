@@ -32,7 +32,6 @@ a server's generations; another name is a 404, since UltraRAG would search anoth
 one.
 """
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -43,6 +42,7 @@ from haystack import Document
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K, check_unicode
+from components.deploy_protocol import Passages, passages_json
 from needle_retrieval.defaults import DEFAULT_TOP_K, INSTRUCTION_HELP
 from needle_retrieval.errors import NeedleError, one_line
 from needle_retrieval.index.manifest import IndexManifest
@@ -92,12 +92,6 @@ class UltraRAGSearchRequest(BaseModel):
         description="ignored on a FAISS or BM25-only index (as UltraRAG's FAISS backend ignores it); on Milvus, "
         '"", this index\'s name, its collection or alias',
     )
-
-
-class UltraRAGSearchResponse(BaseModel):
-    """One list of passage texts per query, best first, in query order."""
-
-    ret_psg: list[list[str]]
 
 
 @dataclass(frozen=True)
@@ -171,16 +165,9 @@ def check_search_request(request: UltraRAGSearchRequest, collections: frozenset[
 
 
 def answer_json(hits: list[list[Document]]) -> bytes:
-    """``{"ret_psg": [[passage, ...], ...]}`` as FastAPI would write it, made in the search pool one query at a time:
-    for 10,000 queries it is megabytes, and one ``json.dumps`` of it all would hold the GIL (and so the event loop)
-    for most of a second."""
-    lists = [_passages_json(docs) for docs in hits]
-    return ('{"ret_psg":[' + ",".join(lists) + "]}").encode()
-
-
-def _passages_json(documents: list[Document]) -> str:
-    """One query's passage texts as a JSON array."""
-    return json.dumps([doc.content or "" for doc in documents], ensure_ascii=False, separators=(",", ":"))
+    """``{"ret_psg": [[passage, ...], ...]}`` of HITS (``components.deploy_protocol.passages_json``), made in the
+    search pool."""
+    return passages_json([[doc.content or "" for doc in docs] for docs in hits])
 
 
 def ultrarag_route(app: FastAPI, search: UltraRAGSearch) -> None:
@@ -204,7 +191,7 @@ def ultrarag_route(app: FastAPI, search: UltraRAGSearch) -> None:
         methods=["POST"],
         name="ultrarag_search",
         operation_id="ultrarag_search",
-        response_model=UltraRAGSearchResponse,
+        response_model=Passages,
         tags=["ultrarag"],
         summary=f"UltraRAG deploy search over {search.name}",
         responses=responses,

@@ -20,6 +20,7 @@ import httpx
 from haystack import Document, default_from_dict, default_to_dict
 
 from components.checks import MAX_QUERIES, check_int, check_number, check_queries, check_query, check_top_k
+from components.deploy_protocol import read_passages
 from components.http_limits import (
     CallDeadline,
     LimitedAsyncClient,
@@ -57,17 +58,6 @@ def search_url(retriever_url: str) -> str:
 def as_documents(passages: list[str], url: str) -> list[Document]:
     """One Document per passage, best first; ``meta`` says where it came from and its rank (1-based)."""
     return [Document(content=text, meta={"rank": rank, "url": url}) for rank, text in enumerate(passages, 1)]
-
-
-def read_passages(body: Any, n_queries: int) -> list[list[str]]:
-    """The ``ret_psg`` lists of an answer, after checking there is one list of strings per query."""
-    lists = body.get("ret_psg") if isinstance(body, dict) else None
-    if not isinstance(lists, list) or len(lists) != n_queries:
-        raise ValueError(f'expected {{"ret_psg": [...]}} with {n_queries} lists, got {str(body)[:MAX_BODY_CHARS]}')
-    for i, passages in enumerate(lists):
-        if not isinstance(passages, list) or not all(isinstance(p, str) for p in passages):
-            raise ValueError(f"ret_psg[{i}] is not a list of passage strings")
-    return lists
 
 
 class DeploySearchClient:
@@ -141,7 +131,7 @@ class DeploySearchClient:
         }
         body = await self._post(client, payload)
         try:
-            lists = read_passages(body, len(queries))
+            lists = read_passages(body, len(queries), MAX_BODY_CHARS)
         except (ValueError, RecursionError) as error:
             raise RemoteSearchError(f"{self.url} answered HTTP 200, but {NOT_FORMAT}: {error}", 200) from None
         return [as_documents(passages, self.url) for passages in lists]
