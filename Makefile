@@ -33,7 +33,7 @@ run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/needle search .needle/quickstart "how do I parse command line arguments" "read and write zip archives" "run a function in a separate thread" --top-k 3
 
 test: $(STAMP) $(INF_STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=30
 
 # The checks CI runs before the tests: lint, formatting and types. Any finding fails.
 lint: $(STAMP)
