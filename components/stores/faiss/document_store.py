@@ -22,7 +22,7 @@ from components.stores.faiss.checks import (
     stack_embeddings,
 )
 from components.stores.faiss.row_writes import RowWrites
-from components.stores.faiss.saved_files import check_rows
+from components.stores.faiss.saved_document_table import SavedDocumentTable
 from components.stores.faiss.searches import FAISSSearches
 from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
@@ -53,7 +53,9 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
       is loaded lazily on first use, and with ``autosave`` every mutating call ends with a save. Each mutating
       call is all-or-nothing and has one writer (``components.stores.transactions``). With a path and
       ``autosave`` off, a store that starts empty keeps its documents in a temporary SQLite file until its
-      save (``disk_document_table``), so that building a large index does not hold the corpus in memory.
+      save (``disk_document_table``), so that building a large index does not hold the corpus in memory. A
+      store opened from a saved generation reads its documents from that generation's file as hits need them,
+      keeping only the last ones decoded (``saved_document_table``): searching holds the vectors, not the corpus.
     - Every public method has an ``*_async`` twin for async pipelines and Hayhooks.
     """
 
@@ -167,12 +169,11 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
         """Documents by id, in the order asked; raises MissingDocumentError naming ids that are not stored."""
         with self._lock:
             table = self._ready()
-            rows = [table.row_of(document_id) for document_id in ids]
-            missing = [document_id for document_id, row in zip(ids, rows, strict=True) if row is None]
+            row_of = table.rows_of(ids)
+            missing = [document_id for document_id in ids if document_id not in row_of]
             if missing:
                 raise MissingDocumentError(f"{len(missing)} of the ids are not in this store, e.g. {missing[:5]}")
-            found = [row for row in rows if row is not None]  # all of them: none is missing
-            return table.documents(found, with_embedding=return_embedding)
+            return table.documents([row_of[document_id] for document_id in ids], with_embedding=return_embedding)
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """Write documents, all or none (NONE means FAIL: a duplicate writes nothing). Returns the count written."""
@@ -206,8 +207,7 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
 
         def change() -> tuple[None, bool]:
             table = self._ready()
-            ids = dict.fromkeys(document_ids)  # an id given twice is deleted once
-            rows = [row for document_id in ids if (row := table.row_of(document_id)) is not None]
+            rows = list(table.rows_of(document_ids).values())  # an id given twice is deleted once
             self._delete_rows(rows)
             return None, bool(rows)
 
@@ -304,12 +304,13 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
         return table
 
     def _load(self, generation: Path, manifest: dict[str, Any]) -> SQLiteDocumentTable:
-        """Load a saved generation into this store; returns its document table."""
+        """Load a saved generation into this store (its vectors; its documents stay in their file); returns its
+        document table."""
         settings = {"metric": self.metric, "index_factory": self.index_factory, "embedding_dim": self.embedding_dim}
         check_manifest(manifest, generation / MANIFEST, settings)
         verify_all(generation, manifest)  # every file's sha256, before SQLite or FAISS reads one
         documents = verified(generation, manifest, DOCUMENTS_FILE)
-        table = SQLiteDocumentTable.load_from(documents)
+        table = SavedDocumentTable.open(documents, manifest["next_row"], manifest["embedding_dim"])  # checked too
         vectors = None
         if manifest["vectors"] is not None:
             vectors = FAISSVectorIndex.read(
@@ -317,9 +318,6 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
             )
         if len(table) != manifest["documents"] or (vectors.ntotal if vectors else None) != manifest["vectors"]:
             raise DocumentStoreError(f"{generation / MANIFEST}: counts disagree with the saved index and documents")
-        check_rows(np.array(table.filter_rows(None), dtype=np.int64), documents, manifest["next_row"], "rows")
-        if manifest["embedding_dim"] is not None:
-            table.check_embedding_size(manifest["embedding_dim"], documents)
         self._table, self._vectors = table, vectors
         self._info, self._next_row = manifest["info"], manifest["next_row"]
         self.embedding_dim = manifest["embedding_dim"]

@@ -80,8 +80,7 @@ class FAISSSearches:
         queries = check_query_embeddings(query_embeddings, self.embedding_dim)
         candidates = None
         if filters:
-            matching = table.filter_rows(filters)
-            candidates = np.array([row for row in matching if table.has_embedding(row)], dtype=np.int64)
+            candidates = table.with_embedding(table.filter_rows(filters))
         scores, rows = self._nearest(queries, top_k, candidates)
         return table, rows, scores
 

@@ -3,8 +3,9 @@
 A hybrid search holds a FAISS store and a BM25 store of one corpus; the BM25 index keeps only document ids
 and reads the documents from the FAISS store's live generation, so the corpus is held in memory once:
 
-- when a FAISSDocumentStore of this process has that very generation loaded and unchanged, its in-memory
-  table answers (a dict lookup per hit, as fast as the FAISS store's own hits);
+- when a FAISSDocumentStore of this process has that very generation loaded and unchanged, its table answers
+  (a dict lookup per hit still decoded, as fast as the FAISS store's own hits; a store opened from disk reads
+  the others from the same file, ``saved_document_table``), so both stores share one memory of decoded ones;
 - otherwise the generation's ``documents.sqlite`` is opened read-only and documents are read by id as hits
   need them (no FAISS index, no copy of the corpus). The last documents read stay decoded in memory
   (``components.stores.recent_documents``).
@@ -66,7 +67,7 @@ class SavedDocuments:
         except sqlite3.DatabaseError as exc:
             raise DocumentStoreError(f"{file}: cannot read the document table ({exc})") from exc
         self._lock = threading.Lock()
-        self._decoded = RecentDocuments()  # shared with callers, who copy before changing (as the table's)
+        self._decoded = RecentDocuments()  # shared: callers copy before changing, as the table's
 
     def get(self, ids: list[str]) -> list[Document]:
         """These documents, in this order; every id must be stored (else DocumentStoreError naming the ids)."""

@@ -2,9 +2,12 @@
 
 SQLite holds the serialised documents and their embeddings (float32 blobs) and is what a saved generation
 contains (copied with SQLite's backup API, which is one fast page copy). Search must turn FAISS ids into
-Documents in about a microsecond each, which a SQL round trip per call cannot do, so the table also keeps
-every Document, without its embedding, in a dict by row. Embeddings are read from SQLite only when asked
-for (``return_embedding``, ``filter_documents``, training and exact re-ranking).
+Documents in about a microsecond each, which a SQL round trip per call cannot do, so this table, which an
+in-memory store and a store being written use, also keeps every Document, without its embedding, in a dict by
+row. Embeddings are read from SQLite only when asked for (``return_embedding``, ``filter_documents``, training
+and exact re-ranking). A store opened from a saved generation keeps its documents in the file instead
+(``saved_document_table``), and a store built into a new directory in a temporary file (``disk_document_table``):
+both are this class with other storage, and answer every call the same.
 """
 
 import json
@@ -18,6 +21,7 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils.filters import document_matches_filter
 
+from components.stores.bm25.document_table import document_from_dict
 from components.stores.document_checks import encode_document
 from components.stores.hits import SharedHits, derived
 
@@ -33,13 +37,14 @@ BATCH = 900  # rows per "IN (...)" statement, under SQLite's host-parameter limi
 
 
 def decoded(text: str) -> Document:
-    """The Document a stored JSON row holds.
+    """The Document a stored JSON row holds (built as ``Document.from_dict`` builds it, without re-validating a
+    plain text document's fields: ``document_from_dict``).
 
     :raises DocumentStoreError: the row is not one a save writes (not JSON, nested too deeply, a number past 4,300
         digits, not a document's fields): the database's digest matched, so someone wrote it that way.
     """
     try:
-        return Document.from_dict(json.loads(text))
+        return document_from_dict(json.loads(text))
     except (ValueError, TypeError, RecursionError, AttributeError) as error:
         raise DocumentStoreError(
             f"corrupted document table: a stored row is not a document ({str(error)[:120]})"
@@ -63,6 +68,10 @@ class SQLiteDocumentTable:
         """The row holding ``document_id``, or None."""
         return self._row_of.get(document_id)
 
+    def rows_of(self, document_ids: Sequence[str]) -> dict[str, int]:
+        """The rows holding those of ``document_ids`` that are stored, by id (a table on disk asks once per batch)."""
+        return {document_id: row for document_id in document_ids if (row := self.row_of(document_id)) is not None}
+
     def document_of(self, document_id: str) -> Document | None:
         """The stored Document (shared, not a copy: callers copy it) with ``document_id``, or None."""
         row = self._row_of.get(document_id)
@@ -76,6 +85,11 @@ class SQLiteDocumentTable:
     def has_embedding(self, row: int) -> bool:
         """Whether the document in ``row`` was stored with an embedding."""
         return row in self._embedded
+
+    def with_embedding(self, rows: Sequence[int]) -> np.ndarray:
+        """Those of ``rows`` (stored rows) that hold an embedding, in order, as int64 (a filtered search's
+        candidates)."""
+        return np.array([row for row in rows if self.has_embedding(row)], dtype=np.int64)
 
     @property
     def embedded_count(self) -> int:
@@ -179,36 +193,3 @@ class SQLiteDocumentTable:
             raise DocumentStoreError(f"{path}: cannot write the document table ({exc})") from exc
         finally:
             target.close()
-
-    def check_embedding_size(self, dim: int, path: Path) -> None:
-        """Every stored embedding holds ``dim`` float32 values; else DocumentStoreError naming the file (PATH)."""
-        query = "SELECT row FROM documents WHERE embedding IS NOT NULL AND length(embedding) != ? LIMIT 1"
-        bad = self._db.execute(query, (4 * dim,)).fetchone()
-        if bad is not None:
-            raise DocumentStoreError(f"{path}: corrupted, row {bad[0]} holds an embedding of another size than {dim}")
-
-    @classmethod
-    def load_from(cls, path: Path) -> "SQLiteDocumentTable":
-        """
-        Read a table saved by ``save_to`` (a saved generation's file, its sha256 verified) into memory.
-
-        Opened as immutable: SQLite reads the verified bytes as they are and ignores a ``-journal`` or ``-wal`` file
-        beside them, which no needle process writes (a saved generation never changes) and which SQLite would
-        otherwise try to roll back into the file, failing as "attempt to write a readonly database".
-
-        :raises DocumentStoreError: naming the file when it is damaged.
-        """
-        memory = sqlite3.connect(":memory:", check_same_thread=False)
-        try:
-            source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
-            try:
-                source.backup(memory)
-            finally:
-                source.close()
-            stored = memory.execute("SELECT row, id, document, embedding IS NOT NULL FROM documents ORDER BY row")
-            table = cls(memory)
-            for row, document_id, text, embedded in stored:
-                table._cache(row, document_id, text, bool(embedded))
-        except (sqlite3.DatabaseError, json.JSONDecodeError, ValueError, KeyError) as exc:
-            raise DocumentStoreError(f"{path}: corrupted document table ({exc})") from exc
-        return table
