@@ -25,7 +25,7 @@ import numpy.typing as npt
 from components.atomic_files import atomic_write
 from components.embedders.embedding_file import EmbeddingFileError, sidecar_path, write_sidecar
 
-__all__ = ["FOREIGN_DTYPES", "ForeignMatrix", "adopt_embeddings", "check_foreign", "write_float32"]
+__all__ = ["FOREIGN_DTYPES", "ForeignMatrix", "adopt_embeddings", "check_foreign", "refuse_bad_row", "write_float32"]
 
 FOREIGN_DTYPES = (np.dtype("float32"), np.dtype("float16"))
 CHUNK_BYTES = 16 << 20  # the rows read (and converted) at a time: bounded whatever the file's size
@@ -105,6 +105,20 @@ class ForeignMatrix:
             del window
             yield start, rows
 
+    def rows_at(self, start: int, count: int) -> npt.NDArray[np.float32]:
+        """COUNT rows from row START as a new float32 C-ordered array, read through a map of those rows only
+        (a Fortran-ordered file: of the whole matrix, dropped again before returning).
+
+        :raises EmbeddingFileError: the file shrank or went away.
+        """
+        if self.fortran:
+            window = self._map(self.offset, (self.rows, self.dim), "F")[start : start + count]
+        else:
+            window = self._map(self.offset + start * self.dim * self.dtype.itemsize, (count, self.dim), "C")
+        rows = np.array(window, dtype=np.float32, order="C")  # a copy: the map goes with `window`
+        del window
+        return rows
+
     def _map(self, offset: int, shape: tuple[int, int], order: str) -> npt.NDArray[Any]:
         """A read-only map of SHAPE rows at OFFSET. :raises EmbeddingFileError: the file shrank or went away."""
         try:
@@ -120,8 +134,10 @@ def _first_bad_row(start: int, rows: npt.NDArray[np.float32]) -> int | None:
     return None if finite.all() else start + int(np.argmin(finite))
 
 
-def _refuse_bad_row(matrix: ForeignMatrix, start: int, rows: npt.NDArray[np.float32]) -> None:
-    """:raises EmbeddingFileError: a row of ROWS holds NaN or infinity (naming the first)."""
+def refuse_bad_row(matrix: ForeignMatrix, start: int, rows: npt.NDArray[np.float32]) -> None:
+    """Refuse ROWS of MATRIX (from corpus row START) when one holds NaN or infinity.
+
+    :raises EmbeddingFileError: a row of ROWS holds NaN or infinity (naming the first)."""
     bad = _first_bad_row(start, rows)
     if bad is not None:
         raise EmbeddingFileError(f"{matrix.path} holds NaN or infinity in row {bad}")
@@ -139,7 +155,7 @@ def check_foreign(path: Path, count: int, dim: int | None = None) -> ForeignMatr
     matrix = ForeignMatrix.open(path)
     matrix.check_rows(count, dim)
     for start, rows in matrix.chunks():
-        _refuse_bad_row(matrix, start, rows)
+        refuse_bad_row(matrix, start, rows)
     return matrix
 
 
@@ -154,7 +170,7 @@ def write_float32(matrix: ForeignMatrix, target: Path) -> None:
         header = {"descr": "<f4", "fortran_order": False, "shape": (matrix.rows, matrix.dim)}
         np.lib.format.write_array_header_1_0(handle, header)
         for start, rows in matrix.chunks():
-            _refuse_bad_row(matrix, start, rows)
+            refuse_bad_row(matrix, start, rows)
             handle.write(rows.astype("<f4", copy=False).data)  # the rows' own buffer: no third copy
 
     atomic_write(target, write)

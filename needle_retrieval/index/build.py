@@ -24,6 +24,7 @@ from components.stores.crash_safe_generations import MANIFEST, load_json
 from components.stores.faiss.row_writes import TRAINING_SAMPLE
 from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
 from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
+from needle_retrieval.index.brought_build import build_dense_brought
 from needle_retrieval.index.checks import check_chunk_size, check_corpus
 from needle_retrieval.index.dense_type import FLAT, DenseIndexType, check_index_type_options
 from needle_retrieval.index.embeddings_in import BroughtEmbeddings, bring_in, brought_embeddings, check_options
@@ -121,7 +122,8 @@ def build_index(
     check_target(out)
     brought = None
     if embeddings is not None:  # checked against the corpus and the model before the lock (the corpus is read)
-        brought = brought_embeddings(Path(embeddings), corpus, model, embedder, options)
+        faiss = target.store == "faiss"  # its build reads the corpus once and fingerprints it as it goes
+        brought = brought_embeddings(Path(embeddings), corpus, model, embedder, options, deferred=faiss)
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
         with Stages(desc="Reusing (embeddings)", unit="bytes") as report:  # the old file's sha256, before reuse
@@ -219,16 +221,17 @@ class Build:
 
     def fill(self, partial: Path, reuse: Path | None) -> IndexManifest:
         """Build every part of the generation in PARTIAL, carrying over ``reuse``'s embeddings, or the brought ones
-        (written into PARTIAL first, where the document embedder reads them)."""
-        if self.brought is not None:
-            bring_in(self.brought, partial)
+        (the FAISS store's build copies them as it indexes them; for Milvus they are written into PARTIAL first,
+        where the document embedder reads them)."""
         if self.target.store == "milvus":
+            if self.brought is not None:
+                bring_in(self.brought, partial)
             return self.fill_milvus(partial, reuse)
         if self.multimodal:
             return self.fill_images(partial, reuse)
         return fill_generation(
             partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse,
-            self.embedder, self.chunk_size, self.index_type, self.options,
+            self.embedder, self.chunk_size, self.index_type, self.options, self.brought,
         )  # fmt: skip
 
     def fill_images(self, partial: Path, reuse: Path | None) -> IndexManifest:
@@ -353,13 +356,21 @@ def fill_generation(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     index_type: DenseIndexType = FLAT,
     options: IndexOptions = DEFAULT_OPTIONS,
+    brought: BroughtEmbeddings | None = None,
 ) -> IndexManifest:
-    """Build every part of one generation into PARTIAL and write its search pipelines; returns its manifest."""
+    """Build every part of one generation into PARTIAL and write its search pipelines; returns its manifest.
+
+    ``brought``: the dense part's vectors, brought in (``--embeddings``): indexed as the corpus is read once
+    (``brought_build``), the model never loaded.
+    """
     final = partial.name.removesuffix(".partial")
     modes: list[str] = []
     dim = None
-    if dense:
+    if dense and brought is not None:
+        count, dim = build_dense_brought(corpus, partial, brought, model, embedder, chunk_size, index_type, options)
+    elif dense:
         count, dim = build_dense(corpus, partial, model, overwrite, reuse, embedder, chunk_size, index_type, options)
+    if dense:
         modes.append("dense")
     if bm25:
         # BM25 reads its documents from the dense part, named by the path it will have once live; the BM25

@@ -13,6 +13,11 @@ settings and the digests of the ids and exact texts it would encode, read chunk 
 user's to rewrite; float16 converted to float32 chunk by chunk, the first row holding NaN or infinity refused)
 with that fingerprint, plus ``brought_from`` (FILE's name and dtype). The document embedder then reads it as it
 reads an index's own embeddings, so the model is never loaded; a rebuild without ``--embeddings`` reuses it.
+That is the Milvus build's way; the FAISS store's (``brought_build``) writes the same copy and fingerprint as it
+reads the corpus and FILE once, indexing each chunk as it goes: ``brought_embeddings(deferred=True)`` then leaves
+the corpus's fingerprint to it, unless a fingerprint beside FILE must be checked first. The sentence-transformers
+embedder's settings and texts come from its recipe (``components.embedders.embedding_file_recipe``), so neither
+the check nor the FAISS build imports sentence-transformers.
 
 UltraRAG's ``retriever_index`` (``needle_retrieval.ultrarag.embeddings``) checks its ``embedding_path`` with the same
 functions, and adopts it in place (UltraRAG's own workspace file) rather than copying it.
@@ -21,9 +26,9 @@ functions, and adopts it in place (UltraRAG's own workspace file) rather than co
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from haystack import Pipeline
+from haystack import Document, Pipeline
 
 from components.converters.jsonl_lines import count_objects
 from components.embedders.embedding_file import (
@@ -36,6 +41,7 @@ from components.embedders.embedding_file import (
     write_sidecar,
 )
 from components.embedders.embedding_file_foreign import ForeignMatrix, write_float32
+from components.embedders.embedding_file_recipe import TextRecipe
 from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.generations import EMBEDDINGS
@@ -47,15 +53,27 @@ __all__ = [
     "BroughtEmbeddings",
     "bring_in",
     "brought_embeddings",
+    "brought_from",
     "check_fingerprint",
     "check_options",
     "corpus_fingerprint",
     "document_pipeline",
+    "document_template",
     "expected_dimension",
     "model_dimension",
+    "text_source",
 ]
 
 FLAG = "--embeddings"
+
+
+class TextSource(Protocol):
+    """What a fingerprint needs of a document embedder: its texts and its ``fingerprint`` (a component, or the
+    sentence-transformers recipe, ``components.embedders.embedding_file_recipe``)."""
+
+    def texts_to_embed(self, documents: list[Document]) -> list[str]: ...
+
+    def fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +81,7 @@ class BroughtEmbeddings:
     """A checked FILE of ``--embeddings`` and the fingerprint the build's document embedder gives its corpus."""
 
     matrix: ForeignMatrix
-    fingerprint: dict[str, Any]
+    fingerprint: dict[str, Any] | None  # None: computed as the FAISS build reads the corpus (``brought_build``)
 
 
 def check_options(dense: bool, multimodal: bool, overwrite: bool, seed: Path | None, options: IndexOptions) -> None:
@@ -84,21 +102,26 @@ def check_options(dense: bool, multimodal: bool, overwrite: bool, seed: Path | N
 
 
 def brought_embeddings(
-    path: Path, corpus: Path, model: str, embedder: Recorded, options: IndexOptions
+    path: Path, corpus: Path, model: str, embedder: Recorded, options: IndexOptions, deferred: bool = False
 ) -> BroughtEmbeddings:
     """Check PATH against CORPUS and MODEL (or EMBEDDER, the backend as the manifest records it) before a build
     indexes it as it is (``bring_in``); its finiteness is checked as it is copied.
 
+    ``deferred``: the build reads the corpus once anyway (the FAISS store's, ``brought_build``), so the corpus's
+    fingerprint is left to it (None here) unless a fingerprint beside PATH must be checked first.
+
     :raises NeedleError: one line, ``--embeddings PATH ...``, saying what is wrong: unreadable, not 2-D, another
         dtype, rows or dimension, or a needle fingerprint beside it that names another model or corpus.
     """
-    pipeline = document_pipeline(model, path, embedder, options)
+    pipeline, source = text_source(document_template(model, path, embedder, options))
     try:
         matrix = ForeignMatrix.open(path)
-        matrix.check_rows(count_objects(corpus), expected_dimension(pipeline, embedder))
+        matrix.check_rows(count_objects(corpus), _dimension(source, embedder))
     except EmbeddingFileError as error:
         raise NeedleError(f"{FLAG} {error}") from None
-    expected = corpus_fingerprint(corpus, pipeline)
+    if deferred and not sidecar_path(path).is_file():
+        return BroughtEmbeddings(matrix, None)
+    expected = _fingerprint(corpus, pipeline.get_component("reader"), source)
     if sidecar_path(path).is_file():
         try:
             check_fingerprint(path, expected)
@@ -117,12 +140,18 @@ def bring_in(brought: BroughtEmbeddings, generation: Path) -> None:
     :raises NeedleError: a row holds NaN or infinity (naming the first); nothing is left of the copy.
     """
     npy = generation / EMBEDDINGS
+    if brought.fingerprint is None:
+        raise ValueError("bring_in needs the corpus's fingerprint: check the file without deferring it")
     try:
         write_float32(brought.matrix, npy)
     except EmbeddingFileError as error:
         raise NeedleError(f"{FLAG} {error}") from None
-    source = {"file": brought.matrix.path.name, "dtype": str(brought.matrix.dtype.newbyteorder("="))}
-    write_sidecar(npy, {**brought.fingerprint, "brought_from": source}, brought.matrix.dim)
+    write_sidecar(npy, {**brought.fingerprint, "brought_from": brought_from(brought.matrix)}, brought.matrix.dim)
+
+
+def brought_from(matrix: ForeignMatrix) -> dict[str, str]:
+    """The sidecar's ``brought_from`` record of MATRIX: its file's name and dtype."""
+    return {"file": matrix.path.name, "dtype": str(matrix.dtype.newbyteorder("="))}
 
 
 def check_fingerprint(path: Path, expected: dict[str, Any]) -> None:
@@ -140,12 +169,30 @@ def document_pipeline(
 ) -> Pipeline:
     """The reader and document embedder of a dense index build (``pipelines/dense_index.yaml`` as ``build_dense``
     sets it up, keeping vectors in NPY, re-encoding with OVERWRITE), without its writer; nothing is loaded."""
-    data = pf.load_template("dense_index")
-    set_document_embedder(data, model, str(npy), overwrite, embedder)
-    options.apply(data, writes_dense=True)  # the reader's rule for repeated ids, the embedder's batch size
+    data = document_template(model, npy, embedder, options, overwrite)
     del data["components"]["writer"]
     data["connections"] = [c for c in data["connections"] if not c["receiver"].startswith("writer.")]
     return pf.build(data)
+
+
+def document_template(
+    model: str, npy: Path, embedder: Recorded, options: IndexOptions, overwrite: bool = False
+) -> dict[str, Any]:
+    """``pipelines/dense_index.yaml`` with its reader and document embedder set as ``build_dense`` sets them."""
+    data = pf.load_template("dense_index")
+    set_document_embedder(data, model, str(npy), overwrite, embedder)
+    options.apply(data, writes_dense=True)  # the reader's rule for repeated ids, the embedder's batch size
+    return data
+
+
+def text_source(data: dict[str, Any], keep: tuple[str, ...] = ("reader",)) -> tuple[Pipeline, TextSource]:
+    """The components KEEP of the index template DATA as a pipeline (unconnected: the caller runs them) and what
+    gives its embedder's texts and fingerprint: the sentence-transformers recipe when it has one (the component is
+    then neither built nor imported), else the embedder component, then in the pipeline too."""
+    recipe = TextRecipe.of(data["components"]["embedder"])
+    kept = keep if recipe is not None else (*keep, "embedder")
+    pipeline = pf.build({"components": {name: data["components"][name] for name in kept}, "connections": []})
+    return pipeline, recipe if recipe is not None else pipeline.get_component("embedder")  # type: ignore[return-value]
 
 
 def corpus_fingerprint(corpus: Path, pipeline: Pipeline) -> dict[str, Any]:
@@ -155,8 +202,11 @@ def corpus_fingerprint(corpus: Path, pipeline: Pipeline) -> dict[str, Any]:
 
     :raises NeedleError: a bad corpus line (naming file and line).
     """
-    reader: Any = pipeline.get_component("reader")
-    embedder: Any = pipeline.get_component("embedder")  # a text document embedder: its texts and fingerprint
+    return _fingerprint(corpus, pipeline.get_component("reader"), pipeline.get_component("embedder"))  # type: ignore[arg-type]
+
+
+def _fingerprint(corpus: Path, reader: Any, embedder: TextSource) -> dict[str, Any]:
+    """``corpus_fingerprint`` of READER's documents as EMBEDDER (a text document embedder or its recipe) gives it."""
     ids, texts, count = StreamDigest(), StreamDigest(), 0
     try:
         for start in range(0, max(count_objects(corpus), 1), DEFAULT_CHUNK_SIZE):
@@ -174,7 +224,12 @@ def expected_dimension(pipeline: Pipeline, embedder: Recorded) -> int | None:
     """The dimension of the vectors PIPELINE's document embedder (``document_pipeline``; EMBEDDER: its backend as
     recorded) gives, when its settings and its model's files tell it without loading the model: the model's
     (``model_dimension``), cut to ``truncate_dim`` if set."""
-    settings = pipeline.get_component("embedder").fingerprint([], [])  # type: ignore[attr-defined]
+    return _dimension(pipeline.get_component("embedder"), embedder)  # type: ignore[arg-type]
+
+
+def _dimension(source: TextSource, embedder: Recorded) -> int | None:
+    """``expected_dimension`` of the embedder SOURCE (the component or its recipe) stands for."""
+    settings = source.fingerprint([], [])
     model, truncated = settings.get("model"), settings.get("truncate_dim")
     dim = model_dimension(model, embedder) if isinstance(model, str) else None
     if isinstance(truncated, int) and not isinstance(truncated, bool):

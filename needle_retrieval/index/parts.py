@@ -12,6 +12,7 @@ model and corpus.
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from haystack import Pipeline
@@ -68,17 +69,29 @@ def build_dense(
     fingerprint matches this model and corpus, and refuses it otherwise (``--overwrite`` re-encodes).
     """
     npy = carry_embeddings(generation, reuse, overwrite)
-    data = pf.load_template("dense_index")
-    set_document_embedder(data, model, str(npy), overwrite, embedder)
-    pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
-    set_index_type(data, "writer", index_type)
-    pf.set_init_param(data, "writer.document_store.autosave", False)
-    options.apply(data, writes_dense=True)
-    pipeline = pf.build(data)
+    pipeline = pf.build(dense_template(generation, model, overwrite, embedder, index_type, options))
     with embeddings_refused():
         written = run_chunked(pipeline, corpus, chunk_size, "Indexing (dense)")
     save_store(pipeline, "dense")
     return written, int(np.load(npy, mmap_mode="r").shape[1])
+
+
+def dense_template(
+    generation: Path,
+    model: str,
+    overwrite: bool,
+    embedder: Recorded,
+    index_type: DenseIndexType,
+    options: IndexOptions,
+) -> dict[str, Any]:
+    """``pipelines/dense_index.yaml`` set up to build GENERATION's dense part (arguments as ``build_dense``'s)."""
+    data = pf.load_template("dense_index")
+    set_document_embedder(data, model, str(generation / EMBEDDINGS), overwrite, embedder)
+    pf.set_init_param(data, "writer.document_store.path", str(generation / "dense"))
+    set_index_type(data, "writer", index_type)
+    pf.set_init_param(data, "writer.document_store.autosave", False)
+    options.apply(data, writes_dense=True)
+    return data
 
 
 def save_store(pipeline: Pipeline, part: str) -> None:

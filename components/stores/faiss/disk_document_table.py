@@ -40,6 +40,15 @@ class DiskDocumentTable(SQLiteDocumentTable):
         found = self._db.execute("SELECT row FROM documents WHERE id = ?", (document_id,)).fetchone()
         return None if found is None else int(found[0])
 
+    def rows_of(self, document_ids: Sequence[str]) -> dict[str, int]:
+        """The rows holding those of DOCUMENT_IDS that are stored, by id, looked up a batch of ids per query."""
+        found: dict[str, int] = {}
+        for start in range(0, len(document_ids), BATCH):
+            chunk = list(document_ids[start : start + BATCH])
+            query = f"SELECT id, row FROM documents WHERE id IN ({','.join('?' * len(chunk))})"
+            found.update(self._db.execute(query, chunk))
+        return found
+
     def document_of(self, document_id: str) -> Document | None:
         """A Document decoded from the row with ``document_id`` (without embedding), or None."""
         found = self._db.execute("SELECT document FROM documents WHERE id = ?", (document_id,)).fetchone()

@@ -7,7 +7,7 @@ transactions (``components.stores.transactions``) with its lock held; they assum
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 from haystack import Document
@@ -76,9 +76,10 @@ class RowWrites:
         table = self._ready()
         policy = DuplicatePolicy(policy)
         policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy
+        stored = _stored_rows(table, [document.id for document in documents])
         chosen: dict[str, int] = {}  # id -> position in documents
         for position, document in enumerate(documents):
-            if document.id in chosen or table.row_of(document.id) is not None:
+            if document.id in chosen or document.id in stored:
                 if policy == DuplicatePolicy.FAIL:
                     raise DuplicateDocumentError(f"ID '{document.id}' (documents[{position}]) already exists.")
                 if policy == DuplicatePolicy.SKIP:
@@ -87,9 +88,9 @@ class RowWrites:
         positions = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
         texts = [texts[position] for position in positions]
         picks = vector_of[positions]
-        blobs = [np.ascontiguousarray(vectors[pick], dtype="<f4").tobytes() if pick >= 0 else None for pick in picks]
+        blobs = _blobs(vectors, picks)
         rows = np.arange(self._next_row, self._next_row + len(positions), dtype=np.int64)
-        self._delete_rows([row for document_id in chosen if (row := table.row_of(document_id)) is not None])
+        self._delete_rows([stored[document_id] for document_id in chosen if document_id in stored])
         table.insert(list(zip(rows.tolist(), chosen, texts, blobs, strict=True)))
         self._next_row += len(rows)
         if (picks >= 0).any():
@@ -165,3 +166,25 @@ class RowWrites:
             return written, written > 0
 
         return self._mutate(change)
+
+
+def _stored_rows(table: SQLiteDocumentTable, ids: list[str]) -> dict[str, int]:
+    """The rows already holding any of IDS, by id: one query per batch of ids for a table on disk."""
+    if isinstance(table, DiskDocumentTable):
+        return table.rows_of(ids)
+    return {document_id: row for document_id in ids if (row := table.row_of(document_id)) is not None}
+
+
+def _blobs(vectors: np.ndarray, picks: np.ndarray) -> list[bytes | None]:
+    """The little-endian float32 blob of row ``pick`` of VECTORS for each of PICKS; None where ``pick`` is -1."""
+    have = np.flatnonzero(picks >= 0)
+    if not len(have):
+        return [None] * len(picks)
+    rows = np.ascontiguousarray(vectors[picks[have]], dtype="<f4")
+    found = cast(list[bytes | None], rows.view(np.dtype((np.void, rows.shape[1] * 4))).ravel().tolist())
+    if len(have) == len(picks):
+        return found
+    blobs: list[bytes | None] = [None] * len(picks)
+    for position, blob in zip(have.tolist(), found, strict=True):
+        blobs[position] = blob
+    return blobs

@@ -1,0 +1,100 @@
+"""The dense part of a generation built from brought-in embeddings (``needle index --embeddings FILE``) into the
+FAISS store, in one pass over the corpus and one over FILE.
+
+``build_dense`` runs ``pipelines/dense_index.yaml`` chunk by chunk: its document embedder reads each chunk's rows
+from the generation's ``embeddings.npy`` (copied from FILE first) and hands them on as one Python list of floats
+per Document, which the writer turns back into a matrix. With brought-in vectors nothing is encoded, so this
+build feeds the same store the same chunks without that round trip:
+
+* the corpus is read once by the template's own reader, chunk by chunk (the chunks ``build_dense`` runs: the
+  same FAISS adds, so the same index); its ids and texts are digested for the embedding file's fingerprint as
+  they go, by the sentence-transformers embedder's recipe (``embedding_file_recipe``: sentence-transformers is
+  never imported) or else by the embedder component itself;
+* each chunk's rows are read from FILE (a map of those rows only), refused if one holds NaN or infinity,
+  appended to the generation's ``embeddings.npy`` and written with their documents by the store's
+  ``write_embeddings`` (the writer's policy), which stores them exactly as ``write_documents`` does;
+* the embedding file is published with its fingerprint (and ``brought_from``) once every row is in, as
+  ``embeddings_in.bring_in`` writes it, and the store is saved once (``parts.save_store``).
+
+The result is ``build_dense``'s byte for byte: the same ``embeddings.npy`` and sidecar, document table, vectors
+and manifest (tests/needle_retrieval/index/test_build_brought.py compares the two).
+"""
+
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from components.atomic_files import atomic_write
+from components.embedders.embedding_file import EmbeddingFileError, StreamDigest, write_sidecar
+from components.embedders.embedding_file_foreign import refuse_bad_row
+from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
+from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
+from needle_retrieval.index.dense_type import FLAT, DenseIndexType
+from needle_retrieval.index.embeddings_in import FLAG, BroughtEmbeddings, brought_from, text_source
+from needle_retrieval.index.generations import EMBEDDINGS
+from needle_retrieval.index.options import DEFAULT_OPTIONS, IndexOptions
+from needle_retrieval.index.parts import dense_template, save_store
+from needle_retrieval.index.streaming import aligned
+from needle_retrieval.pipelines.embedders import Recorded
+from needle_retrieval.progress import Progress
+
+
+def build_dense_brought(
+    corpus: Path,
+    generation: Path,
+    brought: BroughtEmbeddings,
+    model: str,
+    embedder: Recorded = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    index_type: DenseIndexType = FLAT,
+    options: IndexOptions = DEFAULT_OPTIONS,
+) -> tuple[int, int]:
+    """Build GENERATION's dense part (FAISS store in dense/, ``embeddings.npy``) from BROUGHT's rows, one per
+    CORPUS document; returns (documents written, dimension). Arguments as ``parts.build_dense``'s.
+
+    :raises NeedleError: a row holds NaN or infinity (naming FILE and the row); a bad corpus line (naming it).
+    :raises EmbeddingsNotReusable: the corpus changed since BROUGHT was checked (another count or fingerprint).
+    """
+    data = dense_template(generation, model, False, embedder, index_type, options)
+    pipeline, source = text_source(data, ("reader", "writer"))  # the embedder, if built: no part of the run
+    reader: Any = pipeline.get_component("reader")
+    writer: Any = pipeline.get_component("writer")
+    matrix, size = brought.matrix, aligned(chunk_size, int(getattr(source, "encode_chunk_size", 1)))
+    ids, texts = StreamDigest(), StreamDigest()
+    read = written = 0  # documents read (row i of FILE is document i), documents the store wrote
+
+    def fill(handle: IO[bytes]) -> None:
+        """Write the embedding file's rows to HANDLE and the documents with them to the store, chunk by chunk."""
+        nonlocal read, written
+        header = {"descr": "<f4", "fortran_order": False, "shape": (matrix.rows, matrix.dim)}
+        np.lib.format.write_array_header_1_0(handle, header)
+        with Progress(total=matrix.rows, desc="Indexing (dense)", unit="docs", postfix="reading embeddings") as bar:
+            for start in range(0, max(matrix.rows, 1), size):
+                documents = reader.run(path=str(corpus), skip=start, limit=size)["documents"]
+                if read + len(documents) > matrix.rows:
+                    raise EmbeddingsNotReusable(f"more than its {matrix.rows} documents")
+                ids.update([document.id for document in documents])
+                texts.update(source.texts_to_embed(documents))
+                rows = matrix.rows_at(read, len(documents))
+                refuse_bad_row(matrix, read, rows)
+                handle.write(rows.data)
+                read += len(documents)
+                written += writer.document_store.write_embeddings(documents, rows, policy=writer.policy)
+                bar.advance_to(read)
+
+    try:
+        atomic_write(generation / EMBEDDINGS, fill)
+    except EmbeddingFileError as error:
+        raise NeedleError(f"{FLAG} {error}") from None
+    except ValueError as error:  # a bad corpus line (CorpusFormatError)
+        raise NeedleError(str(error)) from None
+    fingerprint = {**source.fingerprint([], []), "count": read, "ids_sha256": ids.hexdigest()}
+    fingerprint["texts_sha256"] = texts.hexdigest()
+    if read != matrix.rows:
+        raise EmbeddingsNotReusable(f"{read} documents for its {matrix.rows} rows")
+    if brought.fingerprint not in (None, fingerprint):
+        raise EmbeddingsNotReusable("other ids or texts than it was checked with")
+    write_sidecar(generation / EMBEDDINGS, {**fingerprint, "brought_from": brought_from(matrix)}, matrix.dim)
+    save_store(pipeline, "dense")
+    return written, matrix.dim
