@@ -27,7 +27,13 @@ from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
 from needle_retrieval.index.brought_build import build_dense_brought
 from needle_retrieval.index.checks import check_chunk_size, check_corpus
 from needle_retrieval.index.dense_type import FLAT, DenseIndexType, check_index_type_options
-from needle_retrieval.index.embeddings_in import BroughtEmbeddings, bring_in, brought_embeddings, check_options
+from needle_retrieval.index.embeddings_in import (
+    BroughtEmbeddings,
+    bring_in,
+    brought_embeddings,
+    check_options,
+    model_dimension,
+)
 from needle_retrieval.index.generations import GENERATION, LAYOUT, check_target, previous_embeddings, take_lock
 from needle_retrieval.index.manifest import IndexManifest, file_sha256
 from needle_retrieval.index.options import DEFAULT_OPTIONS, IndexOptions, check_store_settings
@@ -124,6 +130,10 @@ def build_index(
     if embeddings is not None:  # checked against the corpus and the model before the lock (the corpus is read)
         faiss = target.store == "faiss"  # its build reads the corpus once and fingerprints it as it goes
         brought = brought_embeddings(Path(embeddings), corpus, model, embedder, options, deferred=faiss)
+    if dense and index_type.kind == "ivf-pq":  # --pq-m must divide the dimension: refused before anything is built
+        dim = brought.matrix.dim if brought is not None else model_dimension(model, embedder)
+        if dim is not None:
+            index_type.check_dimension(dim)
     with take_lock(out):
         check_target(out)  # again under the lock: another writer may have changed it meanwhile
         with Stages(desc="Reusing (embeddings)", unit="bytes") as report:  # the old file's sha256, before reuse

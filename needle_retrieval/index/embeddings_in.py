@@ -42,6 +42,7 @@ from components.embedders.embedding_file import (
 )
 from components.embedders.embedding_file_foreign import ForeignMatrix, write_float32
 from components.embedders.embedding_file_recipe import TextRecipe
+from components.embedders.model_resolver import resolve_model
 from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.generations import EMBEDDINGS
@@ -259,8 +260,9 @@ def model_dimension(model: str | None, embedder: Recorded) -> int | None:
 
 
 def _model_file(model: str, name: str) -> Any:
-    """The JSON of a file of MODEL (a directory, or a hub id already in the cache); None when absent or unreadable."""
-    path = Path(model) / name
+    """The JSON of a file of MODEL (a directory, or a hub id already in the cache, or all-MiniLM-L6-v2's id offline:
+    the copy the build would load, ``resolve_model``); None when absent or unreadable."""
+    path = Path(resolve_model(model)) / name
     if not path.is_file():
         try:
             from huggingface_hub import try_to_load_from_cache

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from needle_retrieval.cli import main
@@ -82,6 +83,23 @@ def test_pq_m_must_divide_the_dimension() -> None:
     DenseIndexType("ivf-pq", pq_m=48).check_dimension(384)
     with pytest.raises(NeedleError, match="--pq-m 64 must divide the embedding dimension 100: one of 1, 2, 4, 5"):
         DenseIndexType("ivf-pq").check_dimension(100)
+
+
+@pytest.mark.parametrize("source", ["model", "embeddings"])
+def test_needle_index_refuses_a_pq_m_that_does_not_divide_the_dimension_before_building(
+    tmp_path: Path, source: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The dimension is known before any work: from --embeddings' header, or from the model's files (MiniLM: 384)."""
+    corpus = tmp_path / "corpus.jsonl"
+    count = 10_000  # enough to train PQ codebooks, so only the dimension can refuse it
+    corpus.write_text("".join(json.dumps({"id": str(i), "contents": f"passage {i}"}) + "\n" for i in range(count)))
+    flags = ["--index-type", "ivf-pq", "--pq-m", "100"]
+    if source == "embeddings":
+        np.save(tmp_path / "vectors.npy", np.zeros((count, 384), dtype=np.float32))
+        flags += ["--embeddings", str(tmp_path / "vectors.npy")]
+    assert main(["index", str(corpus), "--out", str(tmp_path / "index"), *flags]) == 2
+    assert "--pq-m 100 must divide the embedding dimension 384: one of 1, 2, 3, 4, 6, 8" in capsys.readouterr().err
+    assert not (tmp_path / "index").exists()
 
 
 def test_search_time_flags_override_the_recorded_setting_of_their_type_only() -> None:
