@@ -21,9 +21,8 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils.filters import document_matches_filter
 
-from components.stores.bm25.document_table import document_from_dict
 from components.stores.document_checks import encode_document
-from components.stores.hits import SharedHits, derived
+from components.stores.hits import SharedHits, derived, document_from_dict
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS documents ("
