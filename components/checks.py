@@ -16,9 +16,14 @@ One rule per input, raising Haystack's exception types with a message that names
 - filters: ``None``/``{}`` or a whole tree in Haystack's filter syntax (every node checked, at most 100 levels
   deep), else ``haystack.errors.FilterError`` naming the node, e.g. ``filters.conditions[1]``.
 - document text: valid Unicode, so a write never fails half-way on encoding.
+- ``score_threshold`` (every retriever, ranker and fusion joiner; ``needle search --min-score``): None or a finite
+  real number, else ``ValueError`` naming it. Any finite value is allowed, negative ones included: scores live on
+  different scales (BM25 unbounded, cosine in [-1, 1], FAISS's L2 negated, logits), see
+  ``components.score_threshold``.
 """
 
 import math
+import numbers
 import reprlib
 import sys
 from typing import TYPE_CHECKING, Any
@@ -135,6 +140,20 @@ def check_number(name: str, value: Any, low: float, high: float, low_open: bool 
         bracket = "(" if low_open else "["
         raise ValueError(f"{name} must be a finite number in {bracket}{low}, {high}], got {shown(value)}")
     return float(value)
+
+
+def check_score_threshold(value: Any, name: str = "score_threshold") -> float | None:
+    """None (no threshold), or VALUE as a float if it is a finite real number (bools refused: ``True`` is no score)."""
+    if value is None:
+        return None
+    if not isinstance(value, bool) and isinstance(value, numbers.Real):
+        try:
+            number = float(value)
+        except OverflowError:  # an int past 1e308
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    raise ValueError(f"{name} must be None or a finite number (hits scoring below it are dropped), got {shown(value)}")
 
 
 def check_base_url(value: Any, name: str = "base_url") -> str | None:

@@ -16,7 +16,7 @@ from components.checks import check_queries
 from components.joiners.candidate_sides import checked_scores, sides
 from components.rankers.mix_fusion import best_scores, fused_scores
 from components.rankers.mix_retrieve_ranker import MixRetrieveRankerBase
-from components.rankers.reranker_base import top_k_order
+from components.rankers.reranker_base import above, top_k_order
 from components.retrievers.candidates import Candidates, Side
 from components.stores.hits import blank_document, collector_paused
 
@@ -28,7 +28,8 @@ class MixBatchJoiner(MixRetrieveRankerBase):
     """
     Query-length-adaptive fusion of dense and BM25 candidates, one fused list per query.
 
-    Parameters are ``MixRetrieveRanker``'s (``top_k``, ``baseline``, ``amplitude``, ``slope``, ``midpoint``);
+    Parameters are ``MixRetrieveRanker``'s (``top_k``, ``baseline``, ``amplitude``, ``slope``, ``midpoint``,
+    ``score_threshold``, which applies to the fused score);
     ``queries[i]`` is fused from query i's dense and sparse candidates. Output documents are new, best first, with
     the fused ``score``, ``meta["retrieval_sources"]`` and ``meta["dense_score"]``/``meta["sparse_score"]`` in place
     of ``meta["retrieval_type"]``.
@@ -46,27 +47,36 @@ class MixBatchJoiner(MixRetrieveRankerBase):
         dense_candidates: Candidates | None = None,
         sparse_candidates: Candidates | None = None,
         top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[list[Document]]]:
         """
-        Fuse each query's dense and sparse candidates and keep its best ``top_k``.
+        Fuse each query's dense and sparse candidates and keep its best ``top_k``, none whose fused score is below
+        the threshold.
 
         :param queries: the queries; each one's length in characters sets its dense weight.
         :param dense_candidates: a dense retriever's candidates, one list per query.
         :param sparse_candidates: a BM25 retriever's candidates, one list per query.
         :param top_k: how many to return per query (1..10000); defaults to the init value.
+        :param score_threshold: minimum fused score for this run; defaults to the init value.
         :returns: ``{"documents": [[...], ...]}``, one list per query, best first.
-        :raises ValueError: for a bad query (named ``queries[i]``) or ``top_k``, a side whose number of lists differs
-            from the number of queries or that came through the other side's socket, or a score that is not finite.
+        :raises ValueError: for a bad query (named ``queries[i]``), ``top_k`` or ``score_threshold``, a side whose
+            number of lists differs from the number of queries or that came through the other side's socket, or a
+            score that is not finite.
         """
         check_queries(queries)
         top_k = self._resolve_top_k(top_k)
+        threshold = self._resolve_threshold(score_threshold)
         connected = sides(len(queries), dense_candidates, sparse_candidates)
         with collector_paused():
-            return {"documents": [self._fuse_query(q, query, connected, top_k) for q, query in enumerate(queries)]}
+            fused = [self._fuse_query(q, query, connected, top_k, threshold) for q, query in enumerate(queries)]
+        return {"documents": fused}
 
-    def _fuse_query(self, q: int, query: str, connected: list[tuple[Side, Candidates]], top_k: int) -> list[Document]:
+    def _fuse_query(
+        self, q: int, query: str, connected: list[tuple[Side, Candidates]], top_k: int, threshold: float | None
+    ) -> list[Document]:
         """``MixRetrieveRanker``'s fusion of query ``q`` (``mix_fusion.fused_scores``: normalise per side, merge by
-        id, weigh), then its best ``top_k``; each passage as first found (dense before sparse), its stored hit."""
+        id, weigh), then its best ``top_k`` less those below THRESHOLD; each passage as first found (dense before
+        sparse), its stored hit."""
         raw: dict[Side, dict[str, float]] = {"dense": {}, "sparse": {}}
         found: dict[str, Document] = {}
         for side, candidates in connected:
@@ -79,7 +89,7 @@ class MixBatchJoiner(MixRetrieveRankerBase):
                     found.setdefault(doc_id, hit)
         fused = fused_scores(self.dense_weight(query), raw["dense"], raw["sparse"])
         scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
-        chosen = top_k_order(scores, top_k)
+        chosen = above(scores, top_k_order(scores, top_k), threshold)
         fused_ids = list(fused)
         return outputs([found[fused_ids[i]] for i in chosen], scores[chosen].tolist(), raw)
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.checks import check_top_k
+from components.checks import check_score_threshold, check_top_k
 from components.joiners.candidate_sides import sides
 from components.retrievers.candidates import Candidates, Side
+from components.score_threshold import reaches, run_threshold
 from components.stores.hits import blank_document, collector_paused
 
 RRF_K = 61  # Haystack's constant: the paper's 60, plus 1 for 0-based ranks
@@ -30,8 +31,9 @@ class RRFBatchJoiner:
     Reciprocal rank fusion of dense and BM25 candidates, one fused list per query.
 
     Each passage scores ``sum over lists of (weight * n) / (k + rank)``, divided by ``n / k`` (n = number of
-    lists), as in Haystack's ``DocumentJoiner`` (where k = 61); output documents are new, best first, with that
-    ``score``.
+    lists), as in Haystack's ``DocumentJoiner`` (where k = 61): 1 for a passage first in every list, less further
+    down (with k = 61, first in one list only: 0.5). Output documents are new, best first, with that ``score``;
+    ``score_threshold`` drops those whose fused score is below it (applied after fusion).
 
     ```python
     joiner = RRFBatchJoiner(top_k=10)
@@ -39,16 +41,26 @@ class RRFBatchJoiner:
     ```
     """
 
-    def __init__(self, top_k: int = 10, weights: dict[str, float] | None = None, k: int = RRF_K) -> None:
+    def __init__(
+        self,
+        top_k: int = 10,
+        weights: dict[str, float] | None = None,
+        k: int = RRF_K,
+        score_threshold: float | None = None,
+    ) -> None:
         """
         :param top_k: documents per query, in [1, 10000].
         :param weights: weight of each side, ``{"dense": ..., "sparse": ...}`` (non-negative, not both 0; they are
             normalised to sum 1); None weighs both equally.
         :param k: the RRF constant added to each 0-based rank, an integer in [1, 1000]; smaller values favour the
             top of each list more.
-        :raises ValueError: for ``top_k`` or ``k`` out of range or bad weights (the message names the value).
+        :param score_threshold: drop documents whose fused score is below it, in (0, 1] (see the class
+            docstring); None keeps every document.
+        :raises ValueError: for ``top_k``, ``k`` or ``score_threshold`` out of range or bad weights (the message
+            names the value).
         """
         self.top_k = check_top_k(top_k)
+        self.score_threshold = check_score_threshold(score_threshold)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be an integer in [1, {MAX_K}], got {k!r}")
         self.k = k
@@ -64,7 +76,9 @@ class RRFBatchJoiner:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the joiner's settings."""
-        return default_to_dict(self, top_k=self.top_k, weights=self.weights, k=self.k)
+        return default_to_dict(
+            self, top_k=self.top_k, weights=self.weights, k=self.k, score_threshold=self.score_threshold
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RRFBatchJoiner":
@@ -77,26 +91,33 @@ class RRFBatchJoiner:
         dense_candidates: Candidates | None = None,
         sparse_candidates: Candidates | None = None,
         top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[list[Document]]]:
         """
-        Fuse each query's candidates by reciprocal rank and keep its best ``top_k``.
+        Fuse each query's candidates by reciprocal rank and keep its best ``top_k``, none whose fused score is
+        below the threshold.
 
         :param dense_candidates: a dense retriever's candidates, one list per query.
         :param sparse_candidates: a BM25 retriever's candidates, one list per query.
         :param top_k: how many to return per query (1..10000); defaults to the init value.
+        :param score_threshold: minimum fused score for this run; defaults to the init value.
         :returns: ``{"documents": [[...], ...]}``, one list per query, best first.
-        :raises ValueError: for a bad ``top_k``, two sides with different numbers of queries, or a side that came
-            through the other side's socket.
+        :raises ValueError: for a bad ``top_k`` or ``score_threshold``, two sides with different numbers of
+            queries, or a side that came through the other side's socket.
         """
         top_k = self.top_k if top_k is None else check_top_k(top_k)
+        threshold = run_threshold(self.score_threshold, score_threshold)
         count = len(dense_candidates if dense_candidates is not None else sparse_candidates or [])
         # DocumentJoiner in rrf_search.yaml gets the BM25 list first (see the module docstring).
         connected = sides(count, dense_candidates, sparse_candidates)[::-1]
         with collector_paused():
-            return {"documents": [self._fuse_query(q, connected, top_k) for q in range(count)]}
+            return {"documents": [self._fuse_query(q, connected, top_k, threshold) for q in range(count)]}
 
-    def _fuse_query(self, q: int, connected: list[tuple[Side, Candidates]], top_k: int) -> list[Document]:
-        """DocumentJoiner's ``_reciprocal_rank_fusion`` for query ``q``, then its stable sort by score and cut.
+    def _fuse_query(
+        self, q: int, connected: list[tuple[Side, Candidates]], top_k: int, threshold: float | None
+    ) -> list[Document]:
+        """DocumentJoiner's ``_reciprocal_rank_fusion`` for query ``q``, then its stable sort by score and cut, less
+        the documents scoring below THRESHOLD.
 
         DocumentJoiner keeps, for a passage listed more than once, its last listing's document: ``kept`` is
         updated list by list, in order. The output Documents are filled in place, no call per document.
@@ -117,6 +138,8 @@ class RRFBatchJoiner:
         fused = {doc_id: score / scale for doc_id, score in scores.items()}
         documents = []
         for doc_id in sorted(fused, key=fused.__getitem__, reverse=True)[:top_k]:
+            if threshold is not None and not reaches(fused[doc_id], threshold):
+                break  # best first: every later one scores lower
             base = kept[doc_id]
             document = blank_document()
             fields = document.__dict__

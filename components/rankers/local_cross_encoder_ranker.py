@@ -9,7 +9,7 @@ from haystack import component, logging
 from haystack.utils import ComponentDevice
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
-from components.checks import check_int, check_query, check_top_k
+from components.checks import check_int, check_query, check_score_threshold, check_top_k
 from components.rankers.model_dir_checks import check_model_dir, check_model_path
 from components.rankers.reranker_base import (
     RerankerMixin,
@@ -67,7 +67,17 @@ class LocalCrossEncoderRanker(RerankerMixin):
     ```
     """
 
-    _init_parameters = ("model_path", "top_k", "batch_size", "device", "dev_id", "use_fp16", "activation", "max_length")
+    _init_parameters = (
+        "model_path",
+        "top_k",
+        "batch_size",
+        "device",
+        "dev_id",
+        "use_fp16",
+        "activation",
+        "max_length",
+        "score_threshold",
+    )
 
     def __init__(
         self,
@@ -80,6 +90,7 @@ class LocalCrossEncoderRanker(RerankerMixin):
         use_fp16: bool = True,
         activation: Literal["none", "sigmoid"] = "none",
         max_length: int | None = None,
+        score_threshold: float | None = None,
     ) -> None:
         """
         :param model_path: absolute path of a local model directory (checked as mxRAG does; see module doc).
@@ -90,6 +101,8 @@ class LocalCrossEncoderRanker(RerankerMixin):
         :param use_fp16: run in half precision on GPU; ignored with a warning on CPU.
         :param activation: ``"none"`` returns raw logits (mxRAG), ``"sigmoid"`` maps them to (0, 1).
         :param max_length: optional cap on tokens per pair, below the model's own maximum.
+        :param score_threshold: drop documents scoring below it, on the model's scale: a raw logit (any real
+            number) or, with ``activation="sigmoid"``, a probability in (0, 1); None keeps every document.
         :raises ValueError: if a parameter is out of range; the message names it and the range.
         """
         self.model_path = check_model_path(model_path)
@@ -106,6 +119,7 @@ class LocalCrossEncoderRanker(RerankerMixin):
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
         self.activation = activation
         self.max_length = None if max_length is None else check_int("max_length", max_length, 2, 1_000_000)
+        self.score_threshold = check_score_threshold(score_threshold)
         self._model: PreTrainedModel | None = None
         self._tokenizer: Any = None
         self._torch_device: torch.device | None = None

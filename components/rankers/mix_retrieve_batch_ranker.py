@@ -18,8 +18,9 @@ class MixRetrieveBatchRanker(MixRetrieveRankerBase):
     Query-length-adaptive fusion of dense and BM25 results, one fused list per query.
 
     Same parameters as :class:`MixRetrieveRanker` (``top_k``, ``baseline``, ``amplitude``, ``slope``,
-    ``midpoint``); ``queries[i]`` is fused from ``dense_documents[i]`` and ``sparse_documents[i]``. Both share
-    :class:`MixRetrieveRankerBase`; this one takes a list of queries, so it is not a single-query ranker.
+    ``midpoint``, ``score_threshold``); ``queries[i]`` is fused from ``dense_documents[i]`` and
+    ``sparse_documents[i]``. Both share :class:`MixRetrieveRankerBase`; this one takes a list of queries, so it is
+    not a single-query ranker.
     """
 
     @component.output_types(documents=list[list[Document]])
@@ -29,6 +30,7 @@ class MixRetrieveBatchRanker(MixRetrieveRankerBase):
         dense_documents: list[list[Document]] | None = None,
         sparse_documents: list[list[Document]] | None = None,
         top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[list[Document]]]:
         """
         Fuse each query's dense and sparse results and keep its best ``top_k``.
@@ -37,15 +39,17 @@ class MixRetrieveBatchRanker(MixRetrieveRankerBase):
         :param dense_documents: per query, the results of a dense retriever.
         :param sparse_documents: per query, the results of a sparse (BM25) retriever.
         :param top_k: how many to return per query (1..10000); defaults to the init value.
+        :param score_threshold: minimum fused score for this run; defaults to the init value.
         :returns: ``{"documents": [[...], ...]}``, one list per query, best first.
         :raises ValueError: if a query is blank, oversized or not valid Unicode (named ``queries[i]``), or a side's
             number of result lists differs from the number of queries.
         """
         check_queries(queries)
+        threshold = self._resolve_threshold(score_threshold)
         dense = self._per_query(dense_documents, len(queries), "dense_documents")
         sparse = self._per_query(sparse_documents, len(queries), "sparse_documents")
         fused = [
-            self._fused_top_k(q, None, d, s, top_k)
+            self._fused_top_k(q, None, d, s, top_k, threshold)
             for q, d, s in zip(queries, dense, sparse, strict=True)  # _per_query made all three len(queries) long
         ]
         return {"documents": fused}

@@ -25,9 +25,9 @@ import numpy as np
 import numpy.typing as npt
 from haystack import Document, component
 
-from components.checks import check_number, check_query, check_top_k
+from components.checks import check_number, check_query, check_score_threshold, check_top_k
 from components.rankers.mix_fusion import best_scores, dense_weight, fused_scores
-from components.rankers.reranker_base import RankerBase, top_k_order
+from components.rankers.reranker_base import RankerBase, above, top_k_order
 
 Side: TypeAlias = Literal["dense", "sparse"]
 SIDES: tuple[Side, Side] = ("dense", "sparse")
@@ -41,7 +41,7 @@ class MixRetrieveRankerBase(RankerBase):
     is a special case of the other.
     """
 
-    _init_parameters = ("top_k", "baseline", "amplitude", "slope", "midpoint")
+    _init_parameters = ("top_k", "baseline", "amplitude", "slope", "midpoint", "score_threshold")
 
     def __init__(
         self,
@@ -51,6 +51,7 @@ class MixRetrieveRankerBase(RankerBase):
         amplitude: float = 0.3,
         slope: float = 1.0,
         midpoint: float = 6.0,
+        score_threshold: float | None = None,
     ) -> None:
         """
         :param top_k: how many fused documents to return, 1..10000 (mxRAG's ``k``, default 100).
@@ -58,9 +59,12 @@ class MixRetrieveRankerBase(RankerBase):
         :param amplitude: how much the dense weight grows for long queries, in [0, 1]; baseline + amplitude <= 1.
         :param slope: steepness of the transition, > 0.
         :param midpoint: query length (characters) where the weight is halfway, > 0.
+        :param score_threshold: drop documents whose FUSED score is below it (applied after fusion; fused scores
+            lie in [0, 1]: ``w * dense + (1 - w) * sparse`` of min-max normalised scores); None keeps all.
         :raises ValueError: if a parameter is out of range; the message names it and the range.
         """
         self.top_k = check_top_k(top_k)
+        self.score_threshold = check_score_threshold(score_threshold)
         self.baseline = check_number("baseline", baseline, 0.0, 1.0)
         self.amplitude = check_number("amplitude", amplitude, 0.0, 1.0)
         if self.baseline + self.amplitude > 1.0:
@@ -93,10 +97,13 @@ class MixRetrieveRankerBase(RankerBase):
         dense_documents: list[Document] | None,
         sparse_documents: list[Document] | None,
         top_k: int | None,
+        score_threshold: float | None,
     ) -> list[Document]:
-        """The checks and fusion behind one query's ``run``: the best ``top_k`` fused documents."""
+        """The checks and fusion behind one query's ``run``: the best ``top_k`` fused documents, none below the
+        run's ``score_threshold``."""
         check_query(query)
         top_k = self._resolve_top_k(top_k)
+        threshold = self._resolve_threshold(score_threshold)
         tagged = (
             self._tagged(documents or [], None, "documents")
             + self._tagged(dense_documents or [], "dense", "dense_documents")
@@ -105,8 +112,8 @@ class MixRetrieveRankerBase(RankerBase):
         if not tagged:
             return []
         fused = self._fuse(query, tagged)
-        order = top_k_order(np.array([doc.score for doc in fused], dtype=np.float64), top_k)
-        return [fused[i] for i in order]
+        scores = np.array([doc.score for doc in fused], dtype=np.float64)
+        return [fused[i] for i in above(scores, top_k_order(scores, top_k), threshold)]
 
     @staticmethod
     def _tagged(documents: list[Document], side: Side | None, socket: str) -> list[tuple[Side, float, Document]]:
@@ -178,17 +185,21 @@ class MixRetrieveRanker(MixRetrieveRankerBase):
         dense_documents: list[Document] | None = None,
         sparse_documents: list[Document] | None = None,
         top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[Document]]:
         """
-        Fuse the given results and keep the best ``top_k``.
+        Fuse the given results and keep the best ``top_k``, less those whose fused score is below the threshold.
 
         :param query: the query; its length in characters sets the dense weight.
         :param documents: documents tagged ``meta["retrieval_type"]`` ``"dense"`` or ``"sparse"``.
         :param dense_documents: results of a dense retriever (tag optional).
         :param sparse_documents: results of a sparse (BM25) retriever (tag optional).
         :param top_k: how many to return (1..10000); defaults to the init value.
+        :param score_threshold: minimum fused score for this run; defaults to the init value.
         :returns: ``{"documents": [...]}``, new documents with the fused score, best first.
-        :raises ValueError: for a blank, oversized or non-Unicode query (even with no documents), a bad ``top_k``,
-            a missing or contradicting tag, or a score that is not a finite number (the message names the document).
+        :raises ValueError: for a blank, oversized or non-Unicode query (even with no documents), a bad ``top_k``
+            or ``score_threshold``, a missing or contradicting tag, or a score that is not a finite number (the
+            message names the document).
         """
-        return {"documents": self._fused_top_k(query, documents, dense_documents, sparse_documents, top_k)}
+        fused = self._fused_top_k(query, documents, dense_documents, sparse_documents, top_k, score_threshold)
+        return {"documents": fused}

@@ -6,7 +6,9 @@ the usual ``run(query, documents, top_k)`` socket. The limits are mxRAG's; a val
 ``ValueError`` that names the parameter and the allowed range, never a silent truncation. The query and ``top_k``
 rules (query 1..1 MiB characters, not blank, valid Unicode; k 1..10000) are the shared ones of
 ``components.checks``, so a ranker refuses a bad query with the same message as a retriever or embedder; the limits
-on the texts to score and on ``batch_size`` belong to rankers alone and live here.
+on the texts to score and on ``batch_size`` belong to rankers alone and live here. Every ranker also takes a
+``score_threshold`` (init, and run-time for one run): documents scoring below it are dropped after ranking
+(``components.score_threshold``), in ``run`` and in ``rerank_top_k`` alike.
 """
 
 from collections.abc import Callable, Sequence
@@ -18,6 +20,7 @@ import numpy.typing as npt
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.checks import check_int, check_query, check_top_k, check_unicode
+from components.score_threshold import reaches, run_threshold
 
 TEXTS_MAX_COUNT = 1000 * 1000
 TEXT_MAX_CHARS = 1024 * 1024
@@ -44,8 +47,10 @@ class Reranker(Protocol):
     def rerank_top_k(self, objs: Sequence[T], scores: npt.ArrayLike) -> list[T]:
         """Keep the ``top_k`` objects with the highest scores, best first."""
 
-    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
-        """Haystack socket: new documents carrying scores, best first."""
+    def run(
+        self, query: str, documents: list[Document], top_k: int | None = None, score_threshold: float | None = None
+    ) -> dict[str, Any]:
+        """Haystack socket: new documents carrying scores, best first, none below ``score_threshold``."""
 
 
 def check_texts(texts: Any) -> list[str]:
@@ -73,6 +78,13 @@ def top_k_order(scores: Scores, k: int) -> list[int]:
     return cast(list[int], np.argsort(-scores, kind="stable")[:k].tolist())
 
 
+def above(scores: Scores, order: list[int], threshold: float | None) -> list[int]:
+    """The indexes of ORDER (into SCORES) whose score is at least THRESHOLD, in ORDER's order; ORDER for None."""
+    if threshold is None:
+        return order
+    return [i for i in order if reaches(float(scores[i]), threshold)]
+
+
 def unique_documents(documents: list[Document]) -> list[Document]:
     """Drop later copies of a document id, so that a passage is scored and returned once."""
     seen: set[str] = set()
@@ -97,19 +109,21 @@ def document_texts(documents: list[Document]) -> list[str]:
 class RankerBase:
     """
     What every ranker here shares, whatever it scores: ``rerank_top_k``, the run-time ``top_k``, turning scores
-    into ranked Haystack documents, and ``to_dict``/``from_dict``. It has no ``run``: each ranker family adds the
-    sockets it takes (:class:`RerankerMixin` for rankers of document texts).
+    into ranked Haystack documents (none below the ``score_threshold``), and ``to_dict``/``from_dict``. It has no
+    ``run``: each ranker family adds the sockets it takes (:class:`RerankerMixin` for rankers of document texts).
 
     ``to_dict`` serialises the init parameters named in ``_init_parameters``, each read from the attribute of the
     same name (a Secret keeps only its env var name, a ComponentDevice its description; Haystack restores both).
     """
 
     top_k: int
+    score_threshold: float | None  # checked at init with components.checks.check_score_threshold
     _init_parameters: ClassVar[tuple[str, ...]]
 
     def rerank_top_k(self, objs: Sequence[T], scores: npt.ArrayLike) -> list[T]:
         """
-        Keep the ``top_k`` objects with the highest scores, best first, stable on ties (mxRAG's call).
+        Keep the ``top_k`` objects with the highest scores, best first, stable on ties (mxRAG's call), less those
+        scoring below the init ``score_threshold``, if one is set.
 
         :param objs: the objects that were scored, e.g. texts or documents.
         :param scores: one finite score per object, a 1-D array of the same length as ``objs``.
@@ -124,16 +138,24 @@ class RankerBase:
             raise ValueError(f"objs and scores must have the same length, got {len(objs)} and {len(values)}")
         if np.isnan(values).any():
             raise ValueError(f"scores[{int(np.flatnonzero(np.isnan(values))[0])}] is NaN")
-        return [objs[i] for i in top_k_order(values, self.top_k)]
+        return [objs[i] for i in above(values, top_k_order(values, self.top_k), self.score_threshold)]
 
     def _resolve_top_k(self, top_k: int | None) -> int:
         """The run-time ``top_k`` if given (checked), else the one set at init."""
         return self.top_k if top_k is None else check_top_k(top_k)
 
+    def _resolve_threshold(self, score_threshold: float | None) -> float | None:
+        """The run-time ``score_threshold`` if given (checked), else the one set at init (None: none)."""
+        return run_threshold(self.score_threshold, score_threshold)
+
     @staticmethod
-    def _ranked_documents(documents: list[Document], scores: Scores, top_k: int) -> list[Document]:
-        """New documents with their scores, best first; the inputs are left untouched."""
-        return [replace(documents[i], score=float(scores[i])) for i in top_k_order(scores, top_k)]
+    def _ranked_documents(
+        documents: list[Document], scores: Scores, top_k: int, threshold: float | None
+    ) -> list[Document]:
+        """New documents with their scores, best first, none below THRESHOLD; the inputs are left untouched."""
+        return [
+            replace(documents[i], score=float(scores[i])) for i in above(scores, top_k_order(scores, top_k), threshold)
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize to a dictionary (JSON/YAML-able); an API key is stored as its env var name, never in clear."""
@@ -155,19 +177,23 @@ class RerankerMixin(RankerBase):
     rerank: Callable[[str, list[str], int], Scores]  # the concrete ranker's scoring call, in input order
 
     @component.output_types(documents=list[Document])
-    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
+    def run(
+        self, query: str, documents: list[Document], top_k: int | None = None, score_threshold: float | None = None
+    ) -> dict[str, list[Document]]:
         """
         Rank documents by relevance to the query.
 
         :param query: the query: 1..1 MiB characters, not blank, valid Unicode (checked even with no documents).
         :param documents: documents to rank; later copies of the same id are dropped; each needs text content.
         :param top_k: how many to return (1..10000); defaults to the init value.
+        :param score_threshold: drop documents whose new score is below it; defaults to the init value.
         :returns: ``{"documents": [...]}``, new documents with ``score`` set, best first.
         """
         check_query(query)
         top_k = self._resolve_top_k(top_k)
+        threshold = self._resolve_threshold(score_threshold)
         if not documents:
             return {"documents": []}
         unique = unique_documents(documents)
         scores = self.rerank(query, document_texts(unique), self.batch_size)
-        return {"documents": self._ranked_documents(unique, scores, top_k)}
+        return {"documents": self._ranked_documents(unique, scores, top_k, threshold)}

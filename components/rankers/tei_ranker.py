@@ -11,7 +11,7 @@ import numpy as np
 from haystack import Document, component
 from haystack.utils import Secret
 
-from components.checks import check_int, check_number, check_query, check_top_k
+from components.checks import check_int, check_number, check_query, check_score_threshold, check_top_k
 from components.http_limits import (
     CallDeadline,
     LimitedAsyncClient,
@@ -98,6 +98,7 @@ class TEIRanker(RerankerMixin):
         "ca_file",
         "client_cert",
         "client_key",
+        "score_threshold",
     )
 
     def __init__(
@@ -117,6 +118,7 @@ class TEIRanker(RerankerMixin):
         ca_file: str | None = None,
         client_cert: str | None = None,
         client_key: str | None = None,
+        score_threshold: float | None = None,
     ) -> None:
         """
         :param url: the rerank endpoint, ``http(s)://host:port/rerank`` (TEI) or ``.../v1/rerank`` (Cohere/Infinity).
@@ -134,11 +136,14 @@ class TEIRanker(RerankerMixin):
         :param ca_file: CA bundle (PEM) that signed the server's certificate, for https.
         :param client_cert: client certificate (PEM) for servers that require mutual TLS.
         :param client_key: the client certificate's private key, if not inside ``client_cert``.
+        :param score_threshold: drop documents scoring below it, on the server's scale (TEI and Infinity answer a
+            one-label reranker's sigmoid, in (0, 1)); None keeps every document.
         :raises ValueError: if a parameter is out of range; the message names it and the range.
         """
         self.shape = shape_of(url)
         self.url = url
         self.top_k = check_top_k(top_k)
+        self.score_threshold = check_score_threshold(score_threshold)
         self.batch_size = check_batch_size(batch_size)
         self.max_batch_size = check_int("max_batch_size", max_batch_size, 1, 1024)
         self.max_concurrency = check_int("max_concurrency", max_concurrency, 1, 64)
@@ -318,13 +323,14 @@ class TEIRanker(RerankerMixin):
 
     @component.output_types(documents=list[Document])
     async def run_async(
-        self, query: str, documents: list[Document], top_k: int | None = None
+        self, query: str, documents: list[Document], top_k: int | None = None, score_threshold: float | None = None
     ) -> dict[str, list[Document]]:
         """Async twin of ``run``, with the same parameters and output."""
         check_query(query)
         top_k = self._resolve_top_k(top_k)
+        threshold = self._resolve_threshold(score_threshold)
         if not documents:
             return {"documents": []}
         unique = unique_documents(documents)
         scores = await self.rerank_async(query, document_texts(unique), self.batch_size)
-        return {"documents": self._ranked_documents(unique, scores, top_k)}
+        return {"documents": self._ranked_documents(unique, scores, top_k, threshold)}

@@ -17,6 +17,7 @@ from typing import Any, Literal, Self
 
 from haystack import Document
 
+from components.score_threshold import kept_positions
 from components.stores.hits import SharedHits, derived
 
 Side = Literal["dense", "sparse"]
@@ -52,6 +53,23 @@ class Candidates:
         candidates._set(
             side, [tuple(docs) for docs, _ in hits], [tuple(scores) for _, scores in hits], {"retrieval_type": side}
         )
+        return candidates
+
+    def at_least(self, threshold: float | None) -> Self:
+        """
+        These candidates without the hits that score below ``threshold`` (a candidate retriever's
+        ``score_threshold``: that side's weak hits never reach the fusion); itself for None. Order, scores and the
+        marks of the kept hits are unchanged.
+        """
+        if threshold is None:
+            return self
+        lists, scores = [], []
+        for hits, given in zip(self._lists, self._scores, strict=True):
+            kept = kept_positions(given, threshold)
+            lists.append(tuple(hits[i] for i in kept))
+            scores.append(tuple(given[i] for i in kept))
+        candidates = type(self).__new__(type(self))
+        candidates._set(self.side, lists, scores, self._marks)
         return candidates
 
     def _set(

@@ -2,7 +2,8 @@
 
 FAISS and Milvus retrievers take the same inputs and give the same outputs; they differ only in how their store
 searches a batch of query embeddings, which each retriever class supplies as ``_search_embeddings``. The
-single-query retriever sends a batch of one.
+single-query retriever sends a batch of one. Both drop the hits under the run's ``score_threshold`` here
+(``components.score_threshold``), after the store's search.
 
 The embeddings may come as Python lists (Haystack's embedder protocol) or as one numpy array (our embedders with
 ``as_array``): a pipeline deep-copies a list number by number before the retriever runs, an array in one call.
@@ -14,6 +15,8 @@ from typing import Any
 import numpy as np
 from haystack import Document, component
 
+from components.score_threshold import above_threshold, above_threshold_lists
+
 
 class EmbeddingSearch:
     """The store-specific part: search a batch of query embeddings with this run's filters and ``top_k``."""
@@ -24,13 +27,21 @@ class EmbeddingSearch:
         """One best-first list per embedding; ``name`` is the run parameter that errors name."""
         raise NotImplementedError
 
+    def _run_threshold(self, score_threshold: float | None) -> float | None:
+        """The run's minimum score (``StoreRetrieverBase._run_threshold``)."""
+        raise NotImplementedError
+
 
 class SingleEmbeddingRuns(EmbeddingSearch):
     """``query_embedding`` → ``documents``."""
 
     @component.output_types(documents=list[Document])
     def run(
-        self, query_embedding: list[float] | np.ndarray, filters: dict[str, Any] | None = None, top_k: int | None = None
+        self,
+        query_embedding: list[float] | np.ndarray,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[Document]]:
         """
         Retrieve the documents nearest to ``query_embedding``.
@@ -38,17 +49,26 @@ class SingleEmbeddingRuns(EmbeddingSearch):
         :param query_embedding: the query's embedding, as long as the store's vectors (a list or a 1-d array).
         :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
         :param top_k: overrides the init ``top_k``, in [1, 10000].
+        :param score_threshold: overrides the init ``score_threshold``: hits scoring below it are dropped.
         :returns: ``{"documents": [...]}``, best first, at most ``top_k``.
         """
+        threshold = self._run_threshold(score_threshold)
         one = query_embedding[np.newaxis] if isinstance(query_embedding, np.ndarray) else [query_embedding]
-        return {"documents": self._search_embeddings(one, "query_embedding", filters, top_k)[0]}
+        found = self._search_embeddings(one, "query_embedding", filters, top_k)[0]
+        return {"documents": above_threshold(found, threshold)}
 
     @component.output_types(documents=list[Document])
     async def run_async(
-        self, query_embedding: list[float] | np.ndarray, filters: dict[str, Any] | None = None, top_k: int | None = None
+        self,
+        query_embedding: list[float] | np.ndarray,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[Document]]:
         """Same as ``run``, in a worker thread so that the event loop keeps serving other requests."""
-        return await asyncio.to_thread(self.run, query_embedding=query_embedding, filters=filters, top_k=top_k)
+        return await asyncio.to_thread(
+            self.run, query_embedding=query_embedding, filters=filters, top_k=top_k, score_threshold=score_threshold
+        )
 
 
 class BatchEmbeddingRuns(EmbeddingSearch):
@@ -60,6 +80,7 @@ class BatchEmbeddingRuns(EmbeddingSearch):
         query_embeddings: list[list[float]] | np.ndarray,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[list[Document]]]:
         """
         Retrieve the nearest documents for each query embedding, all in one store call.
@@ -67,9 +88,12 @@ class BatchEmbeddingRuns(EmbeddingSearch):
         :param query_embeddings: one embedding per query, all as long as the store's vectors (lists or a 2-d array).
         :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
         :param top_k: overrides the init ``top_k``, in [1, 10000].
+        :param score_threshold: overrides the init ``score_threshold``: hits scoring below it are dropped.
         :returns: ``{"documents": [[...], ...]}``, one best-first list per query, in query order.
         """
-        return {"documents": self._search_embeddings(query_embeddings, "query_embeddings", filters, top_k)}
+        threshold = self._run_threshold(score_threshold)
+        found = self._search_embeddings(query_embeddings, "query_embeddings", filters, top_k)
+        return {"documents": above_threshold_lists(found, threshold)}
 
     @component.output_types(documents=list[list[Document]])
     async def run_async(
@@ -77,6 +101,9 @@ class BatchEmbeddingRuns(EmbeddingSearch):
         query_embeddings: list[list[float]] | np.ndarray,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[list[Document]]]:
         """Same as ``run``, in a worker thread so that the event loop keeps serving other requests."""
-        return await asyncio.to_thread(self.run, query_embeddings=query_embeddings, filters=filters, top_k=top_k)
+        return await asyncio.to_thread(
+            self.run, query_embeddings=query_embeddings, filters=filters, top_k=top_k, score_threshold=score_threshold
+        )

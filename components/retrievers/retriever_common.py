@@ -1,9 +1,10 @@
 """The settings every retriever here shares, checked, held and serialised in one place.
 
-Each BM25 and FAISS retriever takes a typed document store, default ``filters``, a default ``top_k`` and a
-``filter_policy``, applies the same run-time overrides, and serialises these (the store through its own
-``to_dict``). ``top_k`` and filters (init and run-time) go through the shared checks of ``components.checks``, so
-every retriever refuses the same bad value with the same ValueError/FilterError as the stores and rankers. The
+Each BM25, FAISS and Milvus retriever takes a typed document store, default ``filters``, a default ``top_k``, a
+``filter_policy`` and a ``score_threshold``, applies the same run-time overrides, and serialises these (the store
+through its own ``to_dict``). ``top_k``, filters and the threshold (init and run-time) go through the shared checks
+of ``components.checks``, so every retriever refuses the same bad value with the same ValueError/FilterError as the
+stores and rankers; the threshold's filter is ``components.score_threshold``'s. The
 families differ only in the store class, the exception a wrong store raises and a few extra init parameters,
 which a subclass declares as class attributes.
 """
@@ -13,7 +14,8 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 from haystack import default_from_dict, default_to_dict
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 
-from components.checks import check_filters, check_top_k
+from components.checks import check_filters, check_score_threshold, check_top_k
+from components.score_threshold import run_threshold
 
 StoreT = TypeVar("StoreT")
 
@@ -35,15 +37,22 @@ class StoreRetrieverBase(Generic[StoreT]):
     document_store: StoreT
 
     def _set_common(
-        self, document_store: StoreT, filters: dict[str, Any] | None, top_k: int, filter_policy: FilterPolicy | str
+        self,
+        document_store: StoreT,
+        filters: dict[str, Any] | None,
+        top_k: int,
+        filter_policy: FilterPolicy | str,
+        score_threshold: float | None,
     ) -> None:
-        """Check the store's type, ``top_k`` and ``filters``, then keep the settings (a policy may come as its name)."""
+        """Check the store's type, ``top_k``, ``filters`` and ``score_threshold``, then keep the settings (a policy
+        may come as its name)."""
         if not isinstance(document_store, self._store_type):
             raise self._store_error(
                 f"document_store must be a {self._store_type.__name__}, got {type(document_store).__name__}"
             )
         check_top_k(top_k)
         check_filters(filters)
+        self.score_threshold = check_score_threshold(score_threshold)
         self.document_store = document_store
         self.filters = filters
         self.top_k = top_k
@@ -55,6 +64,10 @@ class StoreRetrieverBase(Generic[StoreT]):
         check_filters(filters)
         return apply_filter_policy(self.filter_policy, self.filters, filters), top_k
 
+    def _run_threshold(self, score_threshold: float | None) -> float | None:
+        """The minimum score of one run: the run-time one if given (checked), else the init one (None: none)."""
+        return run_threshold(self.score_threshold, score_threshold)
+
     def to_dict(self) -> dict[str, Any]:
         """Serialise the retriever and its store's configuration."""
         extras = {name: getattr(self, name) for name in self._extra_init_parameters}
@@ -64,6 +77,7 @@ class StoreRetrieverBase(Generic[StoreT]):
             filters=self.filters,
             top_k=self.top_k,
             filter_policy=self.filter_policy.value,
+            score_threshold=self.score_threshold,
             **extras,
         )
 

@@ -5,9 +5,9 @@
                 [--index-type flat|hnsw|sq8|hnsw-sq8|ivf-flat|ivf-sq8|ivf-pq [--hnsw-m M] [--ef-construction N]
                  [--ef-search N] [--nlist N] [--nprobe N] [--pq-m M]]
                 [--batch-size N] [--threads N]
-    needle search DIR QUERY... [--top-k K] [--mode dense|bm25|hybrid|rrf] [--fusion FILE|default] [--json]
-                [--batch-size N] [--threads N]
-    needle search DIR --queries FILE [--output RUN.trec|RUN.jsonl] [--run-tag T] [--top-k K] [--json]
+    needle search DIR QUERY... [--top-k K] [--min-score X] [--mode dense|bm25|hybrid|rrf] [--fusion FILE|default]
+                [--json] [--batch-size N] [--threads N]
+    needle search DIR --queries FILE [--output RUN.trec|RUN.jsonl] [--run-tag T] [--top-k K] [--min-score X] [--json]
     needle index --config parameter.yaml [--out DIR] [--batch-size N] [--threads N]
     (needle_retrieval.ultrarag.config) needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
     needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
@@ -154,6 +154,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     searcher = Searcher(
         Path(index_dir), args.mode, top_k, model=args.model, fusion=args.fusion, query_instruction=instruction,
         bm25_threads=args.threads, trust=trust_of(args, config), nprobe=args.nprobe, ef_search=args.ef_search,
+        min_score=args.min_score,
     )  # fmt: skip
     size = args.batch_size or QUERY_BATCH
     try:

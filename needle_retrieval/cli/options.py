@@ -6,6 +6,7 @@
 
 import argparse
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -95,6 +96,18 @@ def limit_threads(threads: int | None) -> None:
     faiss = sys.modules.get("faiss")
     if faiss is not None:
         faiss.omp_set_num_threads(threads)
+
+
+def score_number(text: str) -> float:
+    """argparse type of `needle search --min-score`: a finite number, negative ones too (scores of some modes are),
+    as every ``score_threshold`` takes (``components.checks.check_score_threshold``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number (a score), got {shown(text)}")
+    return value
 
 
 def chunk_size_number(text: str) -> int:

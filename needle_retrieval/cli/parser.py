@@ -20,6 +20,7 @@ from needle_retrieval.cli.options import (
     needle_version,
     port_number,
     query_batch_number,
+    score_number,
     thread_number,
     top_k_number,
 )
@@ -157,6 +158,14 @@ def parser() -> argparse.ArgumentParser:
         type=top_k_number,
         help=f"hits per query, 1-{MAX_TOP_K} (default {DEFAULT_TOP_K}, or top_k of --config; "
         f"{RUN_DEPTH} with --queries)",
+    )
+    se.add_argument(
+        "--min-score",
+        type=score_number,
+        metavar="X",
+        help="drop hits scoring below X (fewer than --top-k may come back): the mode's final score, fused in hybrid "
+        "and rrf mode; BM25 scores are unbounded, dense ones cosine or inner product (see the score-threshold "
+        "guide); default: keep every hit",
     )
     se.add_argument("--config", help=CONFIG_HELP + "; it names the index, so give only QUERY...")
     se.add_argument(

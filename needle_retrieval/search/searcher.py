@@ -4,7 +4,9 @@ The index's manifest says which store holds it, so the same modes search FAISS +
 collection (``IndexManifest.template`` picks the pipeline); nothing else changes for the caller. Every mode runs
 its batch pipeline, all queries in one run (a single query too: one run costs the same pipeline overhead whatever
 the number of queries), fed by the rule every entry point shares (``needle_retrieval.pipelines.feed``): ``top_k`` and
-the query instruction go in at run time.
+the query instruction go in at run time. A minimum score (``min_score``, `needle search --min-score`) becomes the
+``score_threshold`` of the component that answers (``set_min_score``): it applies to the final hits, after fusion in
+hybrid and rrf mode.
 """
 
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.checks import check_queries, check_top_k
+from components.checks import check_queries, check_score_threshold, check_top_k
 from needle_retrieval.defaults import DEFAULT_TOP_K, MODES  # defined light, for the parser
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import rebuild_hint
@@ -63,6 +65,13 @@ def set_bm25_threads(data: dict[str, Any], threads: int) -> None:
             component["init_parameters"]["n_threads"] = threads
 
 
+def set_min_score(data: dict[str, Any], min_score: float) -> None:
+    """Make MIN_SCORE the ``score_threshold`` of the component that answers the search pipeline DATA (its
+    ``outputs.documents``: the retriever of a dense or BM25 search, the fusion stage of a hybrid or rrf one)."""
+    answering = data["outputs"]["documents"].split(".", 1)[0]
+    data["components"][answering].setdefault("init_parameters", {})["score_threshold"] = min_score
+
+
 class Searcher:
     """
     Builds the search pipeline for one index and mode once, then answers batches of queries.
@@ -83,6 +92,7 @@ class Searcher:
         trust: Trust | None = None,
         nprobe: int | None = None,
         ef_search: int | None = None,
+        min_score: float | None = None,
     ) -> None:
         """Open the index for MODE (None: hybrid when it has dense and BM25 parts, else its one mode).
 
@@ -98,14 +108,18 @@ class Searcher:
         :param trust: The models whose code, the servers and the key variables the index's pipeline may use
             (``needle_retrieval.index.trust``); None: those the ``NEEDLE_*`` environment variables allow. What the
             index records must be among them, or it is refused before anything loads.
-        :param nprobe: Lists an IVF index (ivf-flat, ivf-sq8, ivf-pq) searches per query, in place of the recorded number;
-            more = better recall, slower. None: the index's own. Refused for an index of another type.
+        :param nprobe: Lists an IVF index (ivf-flat, ivf-sq8, ivf-pq) searches per query, in place of the recorded
+            number; more = better recall, slower. None: the index's own. Refused for an index of another type.
         :param ef_search: Candidates an HNSW index (hnsw, hnsw-sq8) keeps per query, in place of the recorded
             number. None: the index's own. Refused for an index of another type.
+        :param min_score: Drop the hits scoring below it from every answer (fewer than ``top_k`` may come back):
+            the final score of the mode, so the fused one in hybrid and rrf mode; its scale is the mode's (see
+            docs/guides/score-threshold.md). None: keep every hit. A finite number, checked here.
         """
         self.index_dir = Path(index_dir)
         self.fusion = index_fusion(self.index_dir) if fusion is None else fusion
         self.top_k = check_top_k(top_k)
+        self.min_score = check_score_threshold(min_score, "min_score")
         self.query_instruction = query_instruction
         self.bm25_threads = bm25_threads
         self.trust = trust
@@ -138,6 +152,8 @@ class Searcher:
             set_bm25_threads(data, self.bm25_threads)
         if self.search_time != (None, None):
             set_search_time(data, self.manifest, *self.search_time)
+        if self.min_score is not None:
+            set_min_score(data, self.min_score)
         self.runner = pf.QueryPipeline(data, f"{template}_search", "queries", warm_up=False)
         self.pipeline = self.runner.pipeline
         self._check_parts()

@@ -127,7 +127,7 @@ def test_component_table_lists_the_sockets_haystack_gives_an_instance() -> None:
     assert table_rows(page, "Inputs")["top_k"][2] == "`None`"
     assert table_rows(page, "Outputs")["documents"][1] == "`list[Document]`"
     init = table_rows(page, "Init parameters")
-    assert list(init) == ["document_store", "filters", "top_k", "filter_policy"]
+    assert list(init) == ["document_store", "filters", "top_k", "filter_policy", "score_threshold"]
     assert init["filter_policy"][2] == "`FilterPolicy.REPLACE`"
     assert init["top_k"][3].startswith("Maximum number of documents per query")  # its `:param top_k:` text
 

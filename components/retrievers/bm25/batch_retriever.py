@@ -9,6 +9,7 @@ from haystack.document_stores.types import FilterPolicy
 
 from components.checks import check_queries
 from components.retrievers.retriever_common import StoreRetrieverBase
+from components.score_threshold import above_threshold_lists
 from components.stores.bm25.document_store import BM25DocumentStore
 
 T = TypeVar("T")
@@ -42,6 +43,7 @@ class BM25BatchRetriever(StoreRetrieverBase[BM25DocumentStore]):
         top_k: int = 10,
         filter_policy: FilterPolicy = FilterPolicy.REPLACE,
         n_threads: int = -1,
+        score_threshold: float | None = None,
     ) -> None:
         """
         :param document_store: The BM25DocumentStore to search.
@@ -49,11 +51,13 @@ class BM25BatchRetriever(StoreRetrieverBase[BM25DocumentStore]):
         :param top_k: Maximum number of documents per query, in [1, 10000].
         :param filter_policy: ``REPLACE`` (runtime filters replace ``filters``) or ``MERGE`` (both apply).
         :param n_threads: Threads bm25s scores with: -1 = all cores, 0 = the calling thread, or a count >= 1.
+        :param score_threshold: Drop hits whose BM25 score is below it; None keeps every hit.
         :raises TypeError: If ``document_store`` is not a BM25DocumentStore.
-        :raises ValueError: If ``top_k`` is not an integer in [1, 10000] or ``n_threads`` < -1.
+        :raises ValueError: If ``top_k`` is not an integer in [1, 10000], ``n_threads`` < -1 or ``score_threshold``
+            is not None or a finite number.
         :raises FilterError: If ``filters`` are not in Haystack's filter syntax.
         """
-        self._set_common(document_store, filters, top_k, filter_policy)
+        self._set_common(document_store, filters, top_k, filter_policy, score_threshold)
         if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < -1:
             raise ValueError(
                 f"n_threads must be an integer >= -1 (-1 = all cores, 0 = calling thread); got {n_threads!r}"
@@ -73,7 +77,11 @@ class BM25BatchRetriever(StoreRetrieverBase[BM25DocumentStore]):
 
     @component.output_types(documents=list[list[Document]])
     def run(
-        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int | None = None
+        self,
+        queries: list[str],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[list[Document]]]:
         """
         Retrieve the best documents for every query.
@@ -81,15 +89,15 @@ class BM25BatchRetriever(StoreRetrieverBase[BM25DocumentStore]):
         :param queries: Query texts, each not blank, at most 1,048,576 characters, valid Unicode.
         :param filters: Metadata filters for this batch, combined with the init filters per ``filter_policy``.
         :param top_k: Maximum number of documents per query (default: the init ``top_k``), in [1, 10000].
+        :param score_threshold: Minimum BM25 score for this batch (default: the init ``score_threshold``).
         :returns: ``{"documents": [[...], ...]}``: one list per query, in query order, best first.
-        :raises ValueError: If a query (named ``queries[i]``) or ``top_k`` breaks the rules of ``components.checks``.
+        :raises ValueError: If a query (named ``queries[i]``), ``top_k`` or ``score_threshold`` breaks the rules of
+            ``components.checks``.
         :raises FilterError: If ``filters`` are not in Haystack's filter syntax.
         """
-        return {"documents": self._retrieve(queries, filters, top_k)}
-
-    def _retrieve(self, queries: list[str], filters: dict[str, Any] | None, top_k: int | None) -> list[list[Document]]:
-        """New hit Documents per query (``_scored`` with the store's ``bm25_retrieval_batch``)."""
-        return self._scored(queries, filters, top_k, self.document_store.bm25_retrieval_batch)
+        threshold = self._run_threshold(score_threshold)
+        hits = self._scored(queries, filters, top_k, self.document_store.bm25_retrieval_batch)
+        return {"documents": above_threshold_lists(hits, threshold)}
 
     def _scored(
         self, queries: list[str], filters: dict[str, Any] | None, top_k: int | None, search: Callable[..., list[T]]
@@ -107,7 +115,11 @@ class BM25BatchRetriever(StoreRetrieverBase[BM25DocumentStore]):
 
     @component.output_types(documents=list[list[Document]])
     async def run_async(
-        self, queries: list[str], filters: dict[str, Any] | None = None, top_k: int | None = None
+        self,
+        queries: list[str],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[list[Document]]]:
         """Same as ``run``, in a worker thread so the event loop stays free while BM25 scores."""
-        return await asyncio.to_thread(self.run, queries, filters, top_k)
+        return await asyncio.to_thread(self.run, queries, filters, top_k, score_threshold)

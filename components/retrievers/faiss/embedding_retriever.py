@@ -34,7 +34,8 @@ def query_matrix(embeddings: list[list[float]] | np.ndarray, name: str) -> np.nd
 
 
 class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
-    """What the single and batch FAISS retrievers share: their store, checks and ``return_embedding``."""
+    """What the single and batch FAISS retrievers share: their store, checks, ``return_embedding`` and
+    ``score_threshold``."""
 
     _store_type = FAISSDocumentStore
     _extra_init_parameters = ("return_embedding",)
@@ -46,6 +47,7 @@ class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
         top_k: int = 10,
         filter_policy: FilterPolicy = FilterPolicy.REPLACE,
         return_embedding: bool = False,
+        score_threshold: float | None = None,
     ) -> None:
         """
         :param document_store: the FAISSDocumentStore to search.
@@ -53,10 +55,13 @@ class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
         :param top_k: documents per query, in [1, 10000].
         :param filter_policy: REPLACE (run-time filters replace init filters) or MERGE (both apply).
         :param return_embedding: return the documents' stored embeddings too.
-        :raises ValueError: if ``document_store`` is not a FAISSDocumentStore or ``top_k`` is out of range.
+        :param score_threshold: drop hits scoring below it (the store's metric: cosine or inner product, or the
+            negated squared L2 distance); None keeps every hit.
+        :raises ValueError: if ``document_store`` is not a FAISSDocumentStore, ``top_k`` is out of range or
+            ``score_threshold`` is not None or a finite number.
         :raises FilterError: if ``filters`` are not in Haystack's filter syntax.
         """
-        self._set_common(document_store, filters, top_k, filter_policy)
+        self._set_common(document_store, filters, top_k, filter_policy, score_threshold)
         self.return_embedding = return_embedding
 
     def _search_embeddings(
@@ -95,7 +100,8 @@ class FAISSEmbeddingRetriever(FAISSRetrieverBase, SingleEmbeddingRuns):
     Retrieves the documents nearest to a query embedding from a FAISSDocumentStore.
 
     Scores are the store's: inner product, cosine similarity, or negated squared L2 distance (higher is
-    better). Metadata filters are applied inside FAISS, so a selective filter still yields ``top_k`` hits.
+    better). Metadata filters are applied inside FAISS, so a selective filter still yields ``top_k`` hits;
+    ``score_threshold`` drops the hits scoring below it.
     Every document carries ``meta["retrieval_type"] = "dense"``.
 
     ```python

@@ -8,6 +8,7 @@ from haystack.document_stores.types import FilterPolicy
 
 from components.checks import check_query
 from components.retrievers.milvus.milvus_retriever_base import MilvusSearches, checked_embeddings
+from components.score_threshold import above_threshold
 from components.stores.milvus.document_store import RANKERS, MilvusDocumentStore
 
 
@@ -25,6 +26,7 @@ class MilvusHybridBase(MilvusSearches):
         ranker: str = "rrf",
         rrf_k: int = 60,
         weights: list[float] | None = None,
+        score_threshold: float | None = None,
     ) -> None:
         """
         :param document_store: a MilvusDocumentStore built with ``bm25=True``.
@@ -34,9 +36,11 @@ class MilvusHybridBase(MilvusSearches):
         :param ranker: ``rrf`` (reciprocal rank fusion) or ``weighted`` (weighted sum of scores).
         :param rrf_k: RRF's smoothing constant, in [1, 16384).
         :param weights: ``[dense, bm25]`` weights in [0, 1] for ``weighted`` (default ``[0.5, 0.5]``).
+        :param score_threshold: drop hits whose FUSED score is below it (applied after fusion: RRF sums are small,
+            at most ``2 / (rrf_k + 1)``; ``weighted`` sums Milvus's normalised scores); None keeps every hit.
         :raises ValueError: naming the parameter that is out of range.
         """
-        super().__init__(document_store, filters, top_k, filter_policy)
+        super().__init__(document_store, filters, top_k, filter_policy, score_threshold)
         if ranker not in RANKERS:
             raise ValueError(f"ranker must be one of {', '.join(RANKERS)}, got {ranker!r}")
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or not 1 <= rrf_k < 16384:
@@ -62,7 +66,8 @@ class MilvusHybridRetriever(MilvusHybridBase):
     """
     Dense and BM25 search of one query inside Milvus, fused by Milvus (``hybrid_search``).
 
-    Documents carry the fused score and ``meta["retrieval_type"] = "hybrid"``. For mxRAG's query-length
+    Documents carry the fused score and ``meta["retrieval_type"] = "hybrid"``; ``score_threshold`` applies to the
+    fused score. For mxRAG's query-length
     weighting instead, feed ``MilvusEmbeddingRetriever`` and ``MilvusBM25Retriever`` into ``MixRetrieveRanker``.
 
     ```python
@@ -78,6 +83,7 @@ class MilvusHybridRetriever(MilvusHybridBase):
         query_embedding: list[float],
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[Document]]:
         """
         Retrieve the best documents for ``query`` by fused dense and BM25 search.
@@ -86,11 +92,13 @@ class MilvusHybridRetriever(MilvusHybridBase):
         :param query_embedding: the same query's embedding for dense search.
         :param filters: Haystack filters, combined with the init filters by ``filter_policy``.
         :param top_k: overrides the init ``top_k``, in [1, 10000].
+        :param score_threshold: overrides the init ``score_threshold``: hits whose fused score is below it are
+            dropped.
         :returns: ``{"documents": [...]}``, best first, at most ``top_k``.
         """
-        return {
-            "documents": self._hybrid([check_query(query)], [query_embedding], "query_embedding", filters, top_k)[0]
-        }
+        threshold = self._run_threshold(score_threshold)
+        found = self._hybrid([check_query(query)], [query_embedding], "query_embedding", filters, top_k)[0]
+        return {"documents": above_threshold(found, threshold)}
 
     @component.output_types(documents=list[Document])
     async def run_async(
@@ -99,8 +107,14 @@ class MilvusHybridRetriever(MilvusHybridBase):
         query_embedding: list[float],
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
+        score_threshold: float | None = None,
     ) -> dict[str, list[Document]]:
         """Same as ``run``, in a worker thread so that the event loop keeps serving other requests."""
         return await asyncio.to_thread(
-            self.run, query=query, query_embedding=query_embedding, filters=filters, top_k=top_k
+            self.run,
+            query=query,
+            query_embedding=query_embedding,
+            filters=filters,
+            top_k=top_k,
+            score_threshold=score_threshold,
         )

@@ -1,4 +1,5 @@
-"""What every Milvus retriever shares: its store, checked settings, run-time overrides, and warm_up.
+"""What every Milvus retriever shares: its store, checked settings (``score_threshold`` too), run-time overrides, and
+warm_up.
 
 The single-query and batch retrievers of each mode (dense, BM25, Milvus hybrid) differ only in their sockets:
 each run makes one Milvus call with every query of the batch (nq > 1), and ``run_async`` runs it in a worker
@@ -16,7 +17,8 @@ from components.stores.milvus.document_store import MilvusDocumentStore
 
 
 class MilvusRetrieverBase(StoreRetrieverBase[MilvusDocumentStore]):
-    """A retriever over a MilvusDocumentStore: ``document_store``, ``filters``, ``top_k``, ``filter_policy``."""
+    """A retriever over a MilvusDocumentStore: ``document_store``, ``filters``, ``top_k``, ``filter_policy``,
+    ``score_threshold``."""
 
     _store_type = MilvusDocumentStore
 
@@ -26,16 +28,20 @@ class MilvusRetrieverBase(StoreRetrieverBase[MilvusDocumentStore]):
         filters: dict[str, Any] | None = None,
         top_k: int = 10,
         filter_policy: FilterPolicy = FilterPolicy.REPLACE,
+        score_threshold: float | None = None,
     ) -> None:
         """
         :param document_store: the MilvusDocumentStore to search.
         :param filters: Haystack filters applied to every query.
         :param top_k: documents per query, in [1, 10000].
         :param filter_policy: REPLACE (run-time filters replace init filters) or MERGE (both apply).
-        :raises ValueError: if ``document_store`` is not a MilvusDocumentStore or ``top_k`` is out of range.
+        :param score_threshold: drop hits scoring below it (higher is better: the metric's similarity, the BM25
+            score, or the fused score of a hybrid search); None keeps every hit.
+        :raises ValueError: if ``document_store`` is not a MilvusDocumentStore, ``top_k`` is out of range or
+            ``score_threshold`` is not None or a finite number.
         :raises FilterError: if ``filters`` are not in Haystack's filter syntax.
         """
-        self._set_common(document_store, filters, top_k, filter_policy)
+        self._set_common(document_store, filters, top_k, filter_policy, score_threshold)
 
     def warm_up(self) -> None:
         """Connect to Milvus and load the collection (idempotent): the first query pays no connection cost."""

@@ -4,7 +4,7 @@ from typing import Any
 
 from haystack import Document, component
 
-from components.retrievers.remote.deploy_client import DeploySearchClient, checked_queries
+from components.retrievers.remote.deploy_client import DeploySearchClient, checked_queries, no_threshold
 
 
 @component
@@ -20,11 +20,16 @@ class UltraRAGRemoteBatchRetriever(DeploySearchClient):
     """
 
     @component.output_types(documents=list[list[Document]])
-    def run(self, queries: list[str], top_k: int | None = None) -> dict[str, Any]:
-        """The best ``top_k`` passages for each query, in query order."""
+    def run(self, queries: list[str], top_k: int | None = None, score_threshold: float | None = None) -> dict[str, Any]:
+        """The best ``top_k`` passages for each query, in query order; ``score_threshold`` must be None (the
+        answers carry no scores)."""
+        no_threshold(score_threshold)
         return {"documents": self.search(checked_queries(queries), top_k)}
 
     @component.output_types(documents=list[list[Document]])
-    async def run_async(self, queries: list[str], top_k: int | None = None) -> dict[str, Any]:
+    async def run_async(
+        self, queries: list[str], top_k: int | None = None, score_threshold: float | None = None
+    ) -> dict[str, Any]:
         """As ``run``, without blocking the event loop."""
+        no_threshold(score_threshold)
         return {"documents": await self.search_async(checked_queries(queries), top_k)}

@@ -11,6 +11,10 @@ included (``timeout``; a server that trickles bytes cannot stretch it), an answe
 ``MAX_ANSWER_BYTES`` and a redirect is not followed (``components.http_limits``). A batch
 of more than ``MAX_QUERIES`` queries (the most ``needle serve`` takes in one request) goes out in consecutive
 requests of at most that many, so the server's cap is never what fails it.
+
+The protocol's answers carry passages without scores, so these retrievers take ``score_threshold`` (as every
+retriever here does, init and run) only to refuse any value but None, saying why (``no_threshold``): applying none
+while one was asked for would hand weak hits on silently.
 """
 
 import asyncio
@@ -19,7 +23,15 @@ from typing import Any, Self
 import httpx
 from haystack import Document, default_from_dict, default_to_dict
 
-from components.checks import MAX_QUERIES, check_int, check_number, check_queries, check_query, check_top_k
+from components.checks import (
+    MAX_QUERIES,
+    check_int,
+    check_number,
+    check_queries,
+    check_query,
+    check_top_k,
+    shown,
+)
 from components.deploy_protocol import read_passages
 from components.http_limits import (
     CallDeadline,
@@ -55,6 +67,16 @@ def search_url(retriever_url: str) -> str:
     return url if url.endswith("/search") else f"{url}/search"
 
 
+def no_threshold(score_threshold: Any) -> None:
+    """Refuse a minimum score: the deploy protocol's answers have no scores to compare it with."""
+    if score_threshold is not None:
+        raise ValueError(
+            f"score_threshold must be None for a remote retriever, got {shown(score_threshold)}: UltraRAG's deploy "
+            "protocol (POST /search) answers passages without scores, so there is nothing to compare it with; set "
+            "it on the server's own search, or on a ranker after this retriever"
+        )
+
+
 def as_documents(passages: list[str], url: str) -> list[Document]:
     """One Document per passage, best first; ``meta`` says where it came from and its rank (1-based)."""
     return [Document(content=text, meta={"rank": rank, "url": url}) for rank, text in enumerate(passages, 1)]
@@ -72,6 +94,7 @@ class DeploySearchClient:
         timeout: float = 30.0,
         retries: int = 3,
         base_delay: float = 1.0,
+        score_threshold: float | None = None,
     ) -> None:
         """
         :param retriever_url: the server, e.g. ``127.0.0.1:64501`` (``http://`` is added when missing).
@@ -82,8 +105,11 @@ class DeploySearchClient:
             it to the last byte of the answer (a deadline, not per read), (0, 3600].
         :param retries: attempts after the first on connection errors, timeouts and 5xx answers, 0..10.
         :param base_delay: seconds before the first retry, doubling after each, [0, 60].
+        :param score_threshold: None only: the protocol's answers carry no scores (``no_threshold``).
         :raises ValueError: if a parameter is out of range; the message names it.
         """
+        no_threshold(score_threshold)
+        self.score_threshold = score_threshold
         self.url = search_url(retriever_url)
         self.retriever_url = retriever_url
         self.top_k = check_top_k(top_k)
@@ -103,6 +129,7 @@ class DeploySearchClient:
         "timeout",
         "retries",
         "base_delay",
+        "score_threshold",
     )
 
     def to_dict(self) -> dict[str, Any]:

@@ -237,6 +237,13 @@ def test_to_dict_from_dict_round_trip():
     data = ranker.to_dict()
     assert data == {
         "type": "components.rankers.mix_retrieve_ranker.MixRetrieveRanker",
-        "init_parameters": {"top_k": 5, "baseline": 0.3, "amplitude": 0.6, "slope": 0.5, "midpoint": 12.0},
+        "init_parameters": {
+            "top_k": 5,
+            "baseline": 0.3,
+            "amplitude": 0.6,
+            "slope": 0.5,
+            "midpoint": 12.0,
+            "score_threshold": None,
+        },
     }
     assert MixRetrieveRanker.from_dict(data).to_dict() == data
