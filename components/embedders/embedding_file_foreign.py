@@ -119,6 +119,18 @@ class ForeignMatrix:
         del window
         return rows
 
+    def sample(self, count: int) -> npt.NDArray[np.float32]:
+        """At most COUNT rows spread evenly over the whole matrix (first and last included), as float32: what an
+        index trains on before the rows are added chunk by chunk. Only the sampled rows' pages are read.
+
+        :raises EmbeddingFileError: the file shrank or went away.
+        """
+        picks = np.unique(np.linspace(0, max(self.rows - 1, 0), min(self.rows, count)).astype(np.int64))
+        whole = self._map(self.offset, (self.rows, self.dim), "F" if self.fortran else "C")
+        rows = np.array(whole[picks], dtype=np.float32, order="C")
+        del whole
+        return rows
+
     def _map(self, offset: int, shape: tuple[int, int], order: str) -> npt.NDArray[Any]:
         """A read-only map of SHAPE rows at OFFSET. :raises EmbeddingFileError: the file shrank or went away."""
         try:

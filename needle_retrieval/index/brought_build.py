@@ -28,6 +28,7 @@ import numpy as np
 from components.atomic_files import atomic_write
 from components.embedders.embedding_file import EmbeddingFileError, StreamDigest, write_sidecar
 from components.embedders.embedding_file_foreign import refuse_bad_row
+from components.stores.faiss.row_writes import TRAINING_SAMPLE
 from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
 from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
 from needle_retrieval.index.dense_type import FLAT, DenseIndexType
@@ -84,6 +85,9 @@ def build_dense_brought(
                 bar.advance_to(read)
 
     try:
+        # An IVF / PQ / SQ index trains on an even sample of the whole file (the sample ``build_index`` sized
+        # nlist for), not on the first chunk alone; a no-op for Flat and HNSW.
+        writer.document_store.train(matrix.sample(TRAINING_SAMPLE))
         atomic_write(generation / EMBEDDINGS, fill)
     except EmbeddingFileError as error:
         raise NeedleError(f"{FLAG} {error}") from None

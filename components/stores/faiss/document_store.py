@@ -192,6 +192,24 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
         """Write documents whose embeddings are the rows of a float (N, dim) array (e.g. a memory-mapped .npy)."""
         return self._write_matrix(documents, embeddings, policy, source="embeddings")
 
+    def train(self, embeddings: np.ndarray) -> None:
+        """
+        Train the index (IVF lists, PQ or SQ codebooks) on ``embeddings``, a float (N, dim) sample of the vectors
+        about to be written chunk by chunk; without it, an index that needs training trains on the first write
+        that holds enough vectors. A no-op for an index already trained or that needs none (Flat, HNSW).
+
+        :raises ValueError: naming the first row of ``embeddings`` that holds NaN or infinity.
+        """
+
+        def change() -> tuple[None, bool]:
+            if self.embedding_dim is not None and embeddings.shape[1:] != (self.embedding_dim,):
+                size = embeddings.shape[1:]
+                raise ValueError(f"train(): embeddings of shape {size}, this store holds size {self.embedding_dim}")
+            self._pretrain(embeddings, "training sample")
+            return None, False
+
+        self._mutate(change)
+
     def from_npy(self, documents: list[Document], npy_path: str, policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """Write documents with row i of the float32 (N, dim) ``.npy`` file as document i's embedding."""
         try:

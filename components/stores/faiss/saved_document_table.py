@@ -102,16 +102,20 @@ class SavedDocumentTable(SQLiteDocumentTable):
         return self.documents_of([document_id])[0]
 
     def documents_of(self, document_ids: list[str]) -> list[Document | None]:
-        """``document_of`` for each id, in order: kept ones found by id, the others by one query per ``BATCH``."""
-        docs = self._recent.get_by_id(document_ids)
-        if all(docs):  # no None: every one still decoded (the usual case for repeated queries)
-            return docs
-        row_of = self.rows_of([doc_id for doc_id, doc in zip(document_ids, docs, strict=True) if doc is None])
-        bases = self._bases(list(row_of.values()))
-        return [
-            doc if doc is not None else (bases[row_of[doc_id]] if doc_id in row_of else None)
-            for doc_id, doc in zip(document_ids, docs, strict=True)
-        ]
+        """``document_of`` for each id, in order: kept ones found by id, the others by one query per ``BATCH``.
+
+        Under the table's lock from the first lookup to the last: the BM25 store of a hybrid index calls it from its
+        own threads, and a change between finding the rows and reading them must not fail or mix versions."""
+        with self._lock:
+            docs = self._recent.get_by_id(document_ids)
+            if all(docs):  # no None: every one still decoded (the usual case for repeated queries)
+                return docs
+            row_of = self.rows_of([doc_id for doc_id, doc in zip(document_ids, docs, strict=True) if doc is None])
+            bases = self._bases(list(row_of.values()))
+            return [
+                doc if doc is not None else (bases[row_of[doc_id]] if doc_id in row_of else None)
+                for doc_id, doc in zip(document_ids, docs, strict=True)
+            ]
 
     def has_embedding(self, row: int) -> bool:
         """Whether the document in ``row`` was stored with an embedding."""
@@ -206,9 +210,10 @@ class SavedDocumentTable(SQLiteDocumentTable):
         """The stored Documents (shared: callers copy) of ``rows`` (row -1 skipped), by row: those still decoded,
         the others read and kept."""
         wanted = [row for row in dict.fromkeys(rows) if row >= 0]
-        found = {row: doc for row, doc in zip(wanted, self._recent.get_many(wanted), strict=True) if doc is not None}
-        read = self._read([row for row in wanted if row not in found])
-        with self._lock:
+        with self._lock:  # read and remembered as one step: a change in between would leave an old version kept
+            kept = zip(wanted, self._recent.get_many(wanted), strict=True)
+            found = {row: doc for row, doc in kept if doc is not None}
+            read = self._read([row for row in wanted if row not in found])
             self._recent.remember(read)
         return found | read
 
@@ -236,11 +241,18 @@ class SavedDocumentTable(SQLiteDocumentTable):
                 raise DocumentStoreError(f"corrupted document table ({exc})") from exc
 
     def _change(self, statement: str, parameters: Sequence[Sequence[Any]]) -> None:
-        """Run ``statement`` once per parameter tuple, as one transaction, on the writable copy (made first)."""
+        """Run ``statement`` once per parameter tuple, as one transaction, on the writable copy (made first; not for
+        a change of nothing, which a write of only known ids under ``DuplicatePolicy.SKIP`` is)."""
+        if not parameters:
+            return
         try:
             if not self._copied:
                 copy = sqlite3.connect("", check_same_thread=False)
-                self._db.backup(copy)
+                try:
+                    self._db.backup(copy)
+                except sqlite3.Error:
+                    copy.close()  # its temporary file goes now, not when the exception is collected
+                    raise
                 self._db.close()
                 self._db, self._copied = copy, True
             with self._db:

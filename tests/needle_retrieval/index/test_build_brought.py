@@ -162,3 +162,28 @@ def test_no_sentence_transformers_import(files: tuple[Path, Path], tiny_model: s
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "False"
     assert live(out).is_dir()
+
+
+def test_an_ivf_index_trains_on_a_sample_of_the_whole_file_not_its_first_chunk(tmp_path: Path) -> None:
+    """A corpus whose topics come in blocks (as a crawl's often do): trained on the first chunk alone, every list's
+    centroid would sit in the first topics and the rest of the corpus would pile into a few lists, each query
+    then scanning a large share of the corpus. Trained on an even sample of the file, the lists stay balanced."""
+    import faiss
+
+    clusters, per, dim = 40, 250, 384
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((clusters, dim)).astype(np.float32)
+    vectors = np.repeat(centres, per, axis=0) + 0.05 * rng.standard_normal((clusters * per, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    corpus = tmp_path / "corpus.jsonl"
+    lines = (json.dumps({"id": str(i), "contents": f"passage {i}"}) + "\n" for i in range(len(vectors)))
+    corpus.write_text("".join(lines))
+    np.save(tmp_path / "vectors.npy", vectors)
+    out = tmp_path / "index"
+    flags = ["--embeddings", str(tmp_path / "vectors.npy"), "--index-type", "ivf-flat", "--chunk-size", "1000"]
+    assert main(["index", str(corpus), "--out", str(out), *flags]) == 0
+    index = faiss.read_index(str(next((live(out) / "dense").rglob("vectors.faiss"))))
+    ivf = faiss.extract_index_ivf(index)
+    sizes = [ivf.invlists.list_size(i) for i in range(ivf.nlist)]
+    assert ivf.nlist == 100  # sqrt(10,000), as build_index sized it
+    assert max(sizes) <= 3 * per  # about one topic per list; the first chunk's 4 topics would leave lists of ~1,000s

@@ -165,6 +165,17 @@ def test_a_failed_write_after_opening_changes_nothing_and_the_next_one_works(tmp
     assert reopened.write_documents(documents(2, start=7000)) == 2
 
 
+def test_a_write_that_writes_nothing_copies_nothing(tmp_path: Path) -> None:
+    """Re-ingesting known documents under SKIP (or writing none) changes nothing, so it must not copy the saved
+    table first: at a million passages that copy is gigabytes of temporary disk and a long pause."""
+    docs = [replace(d, content=f"{d.content} " + "planet " * 150) for d in documents(3000)]  # 3 MB
+    reopened, memory = saved_and_memory(tmp_path, docs)
+    with file_size_limit(256 * 1024):  # a copy could not be written
+        assert reopened.write_documents(docs[:50], policy=DuplicatePolicy.SKIP) == 0
+        assert reopened.write_documents([]) == 0
+    assert reads(reopened) == reads(memory)
+
+
 def reopened_size(tmp_path: Path) -> int:
     """Bytes of the largest file of the store's live generation."""
     return max(f.stat().st_size for f in (tmp_path / "s").rglob("*") if f.is_file())
