@@ -21,12 +21,15 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from components.atomic_files import atomic_copy, atomic_write
+
+if TYPE_CHECKING:  # the module itself imports no Haystack
+    from haystack import Document
 
 FORMAT_VERSION = 1
 REBUILD_HINT = "pass overwrite=True to rebuild it, or choose another embedding_path"
@@ -72,6 +75,20 @@ def _digest(values: Sequence[str]) -> str:
     digest = StreamDigest()
     digest.update(values)
     return digest.hexdigest()
+
+
+def embedded_texts(
+    documents: Sequence["Document"], prefix: str, separator: str, meta_fields: Sequence[str], suffix: str
+) -> list[str]:
+    """The exact string a document embedder encodes per document, as Haystack's document embedders join it: PREFIX,
+    the META_FIELDS the document has (not None) and its content joined by SEPARATOR, SUFFIX. One rule for every
+    document embedder here and for ``embedding_file_recipe``, so the texts an embedding file's fingerprint digests
+    are the texts encoded."""
+    texts = []
+    for doc in documents:
+        meta = [str(doc.meta[key]) for key in meta_fields if doc.meta.get(key) is not None]
+        texts.append(prefix + separator.join([*meta, doc.content or ""]) + suffix)
+    return texts
 
 
 def build_fingerprint(settings: dict[str, Any], ids: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from haystack import Document
 
-from components.embedders.embedding_file import build_fingerprint
+from components.embedders.embedding_file import build_fingerprint, embedded_texts
 
 ST_DOCUMENT_EMBEDDER = (
     "components.embedders.sentence_transformers_document_embedder.SentenceTransformersDocumentEmbedder"
@@ -72,11 +72,7 @@ class TextRecipe:
 
     def texts_to_embed(self, documents: Sequence[Document]) -> list[str]:
         """The exact string the embedder encodes per document: prefix, embedded meta fields, content, suffix."""
-        texts = []
-        for doc in documents:
-            meta = [str(doc.meta[key]) for key in self.meta_fields if doc.meta.get(key) is not None]
-            texts.append(self.prefix + self.separator.join([*meta, doc.content or ""]) + self.suffix)
-        return texts
+        return embedded_texts(documents, self.prefix, self.separator, self.meta_fields, self.suffix)
 
     def fingerprint(self, documents: Sequence[Document], texts: Sequence[str]) -> dict[str, Any]:
         """The component's ``fingerprint``: the settings, the count and the digests of the ids and TEXTS."""

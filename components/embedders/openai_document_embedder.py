@@ -20,7 +20,13 @@ from haystack.utils import Secret
 from tqdm.auto import tqdm
 
 from components.checks import check_unicode
-from components.embedders.embedding_file import build_fingerprint, load_embeddings, reusable, save_embeddings
+from components.embedders.embedding_file import (
+    build_fingerprint,
+    embedded_texts,
+    load_embeddings,
+    reusable,
+    save_embeddings,
+)
 from components.embedders.openai_common import DEFAULT_API_KEY, DEFAULT_MODEL, Meta, OpenAIEmbedderBase, check_string
 
 Rows = npt.NDArray[np.float32]
@@ -118,12 +124,9 @@ class OpenAIDocumentEmbedder(OpenAIEmbedderBase):
 
     def texts_to_embed(self, documents: list[Document]) -> list[str]:
         """The exact string sent per document: prefix, embedded meta fields, content, suffix (as Haystack's)."""
-        texts = []
-        for position, doc in enumerate(documents):
-            meta = [str(doc.meta[key]) for key in self.meta_fields_to_embed if doc.meta.get(key) is not None]
-            text = self.prefix + self.embedding_separator.join([*meta, doc.content or ""]) + self.suffix
+        texts = embedded_texts(documents, self.prefix, self.embedding_separator, self.meta_fields_to_embed, self.suffix)
+        for position, text in enumerate(texts):
             check_unicode(text, f"documents[{position}]")
-            texts.append(text)
         return texts
 
     def fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:

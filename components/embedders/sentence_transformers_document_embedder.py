@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from components.embedders.embedding_file import (
     build_fingerprint,
+    embedded_texts,
     load_or_encode,
     reusable,
 )
@@ -168,11 +169,7 @@ class SentenceTransformersDocumentEmbedder(
 
     def texts_to_embed(self, documents: list[Document]) -> list[str]:
         """The exact string encoded per document: prefix, embedded meta fields, content, suffix."""
-        texts = []
-        for doc in documents:
-            meta = [str(doc.meta[key]) for key in self.meta_fields_to_embed if doc.meta.get(key) is not None]
-            texts.append(self.prefix + self.embedding_separator.join([*meta, doc.content or ""]) + self.suffix)
-        return texts
+        return embedded_texts(documents, self.prefix, self.embedding_separator, self.meta_fields_to_embed, self.suffix)
 
     def fingerprint(self, documents: list[Document], texts: list[str]) -> dict[str, Any]:
         """What makes an embedding file valid for this run: every option that changes a vector, ids and texts."""
