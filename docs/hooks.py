@@ -335,8 +335,8 @@ def http_openapi() -> str:
 
 def yaml_keys() -> dict[str, str]:
     """Every key path of parameter.yaml that needle accepts -> what its value must be ("" where the reader checks
-    it itself), from the key tuples and type tables of ``needle_retrieval.ultrarag`` and the embedder factory."""
-    from components.embedders import embedder_factory as factory
+    it itself), from the key tuples and type tables of ``needle_retrieval.ultrarag`` and its embedder spec."""
+    from needle_retrieval.ultrarag import embedder_spec as factory
     from needle_retrieval.ultrarag import config, stores, websearch
 
     def block(prefix: str, names: Iterable[str], types: Mapping[str, Any]) -> dict[str, str]:

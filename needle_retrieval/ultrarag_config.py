@@ -10,5 +10,13 @@ from needle_retrieval.ultrarag.config import (
     search_target,
     web_search_component,
 )
+from needle_retrieval.ultrarag.embedder_spec import create_embedders
 
-__all__ = ["UltraRAGConfig", "index_with_config", "load_config", "search_target", "web_search_component"]
+__all__ = [
+    "UltraRAGConfig",
+    "create_embedders",
+    "index_with_config",
+    "load_config",
+    "search_target",
+    "web_search_component",
+]

@@ -1,9 +1,10 @@
 """The three embedders of an embedding backend, by role, and the table that is the only way from a name to a class.
 
-Every dense backend (``components.embedders.embedder_factory.BACKENDS`` but bm25) has a document embedder (the
-corpus: Documents in, vectors kept in an embedding file), a query embedder (one ``text``) and a batch query
-embedder (``texts``). ``embedder_class`` imports the class of one of them by the backend's name: a name read from
-a file imports nothing else.
+Every dense backend (``CLASSES``' keys) has a document embedder (the corpus: Documents in, vectors kept in an
+embedding file), a query embedder (one ``text``) and a batch query embedder (``texts``). ``embedder_class``
+imports the class of one of them by the backend's name: a name read from a file imports nothing else. Adding a
+backend is its component files and one line of ``CLASSES``; which options UltraRAG's parameter file gives it is the
+application's business (``needle_retrieval.ultrarag.embedder_spec``).
 """
 
 import importlib

@@ -29,7 +29,6 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.embedders.embedder_factory import manifest_record
 from components.stores.crash_safe_generations import MANIFEST
 from components.stores.crash_safe_generations import STORES as SAVED_STORES
 from components.stores.file_digests import DIGESTS
@@ -41,6 +40,7 @@ from needle_retrieval.index.generations import LAYOUT, read_live, verify_own_fil
 from needle_retrieval.index.milvus_place import check_recorded
 from needle_retrieval.index.options import check_store_settings
 from needle_retrieval.pipelines.embedders import spec_of
+from needle_retrieval.ultrarag.embedder_spec import manifest_record
 
 PARTS = ("dense", "bm25")
 # The search pipeline of each mode over a Milvus collection: hybrid is the same MixRetrieveRanker fusion as over

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from needle_retrieval.errors import NeedleError
 
 if TYPE_CHECKING:
-    from components.embedders.embedder_factory import EmbedderSpec
+    from needle_retrieval.ultrarag.embedder_spec import EmbedderSpec
 
 # The environment's equivalents of the flags (comma-separated lists), for entry points without flags: `hayhooks run`
 # over a generation, a Python program using Searcher without a trust= argument.

@@ -1,7 +1,7 @@
 """The embedding backend of an index: which embedders its index and search pipelines use.
 
 An index manifest records its backend as ``embedder: {"backend", "settings"}`` (see
-``components.embedders.embedder_factory.EmbedderSpec.recorded`` and ``manifest_record``: no secret, only the names
+``needle_retrieval.ultrarag.embedder_spec.EmbedderSpec.recorded`` and ``manifest_record``: no secret, only the names
 of the environment variables that hold a key; no program, Infinity's venv is the user's). Manifests without it,
 and builds that name none, use the templates' own sentence-transformers embedders with the manifest's ``model``,
 as before.
@@ -12,9 +12,9 @@ entry with the recorded backend's document or query embedder, so one template se
 
 from typing import Any
 
-from components.embedders.embedder_factory import EmbedderSpec
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.pipelines import files as pf
+from needle_retrieval.ultrarag.embedder_spec import EmbedderSpec
 
 DEFAULT_BACKEND = "sentence_transformers"
 Recorded = dict[str, Any] | None  # an index manifest's `embedder` field

@@ -1,5 +1,5 @@
 """UltraRAG's `backend` and `backend_configs` (and the top-level keys its embedders take), checked into an
-``EmbedderSpec`` (``components.embedders.embedder_factory``).
+``EmbedderSpec`` (``needle_retrieval.ultrarag.embedder_spec``).
 
 The chosen backend's block must hold the keys its embedders (or, for `bm25`, its tokenizer) take; the blocks of
 the other backends, which UltraRAG never reads, are type-checked for the keys needle knows, and their unknown keys,
@@ -10,17 +10,9 @@ like blocks of backends needle does not know, are only named to the caller, whic
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from components.embedders.embedder_factory import (
-    ENCODE_OPTIONS,
-    OPTIONAL_STRING,
-    OPTIONS,
-    EmbedderSpec,
-    OptionType,
-    check_block,
-    embedder_spec,
-    options_block,
-)
+from needle_retrieval.ultrarag.embedder_spec import ENCODE_OPTIONS, OPTIONS, EmbedderSpec, check_block, embedder_spec
 from needle_retrieval.ultrarag.keys import take_literal
+from needle_retrieval.ultrarag.options import OPTIONAL_STRING, OptionType, options_block
 from needle_retrieval.ultrarag.values import gpu_list, int_value, string_value, unknown_keys
 
 if TYPE_CHECKING:

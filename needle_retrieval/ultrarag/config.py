@@ -25,7 +25,7 @@ the project root, where `ultrarag run` is started), `~` expanded, an absolute pa
 
 BM25 (`backend: bm25`): `lang` and `tokenizer` (auto, default, regex, jieba, character, char) give the terms
 UltraRAG's bm25s tokenizer gives -- lower-cased, split by bm25s' pattern, per character or by jieba, the stopwords
-of `lang` dropped, no stemming (``components.embedders.embedder_factory.bm25_tokenizer``); the index records that
+of `lang` dropped, no stemming (``needle_retrieval.ultrarag.embedder_spec.bm25_tokenizer``); the index records that
 tokenizer, so its searches cut queries the same way.
 
 Where things go: the chosen backend's path *is* the index directory (what `needle search DIR` takes) -- bm25
@@ -66,12 +66,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components.checks import MAX_TOP_K
-from components.embedders.embedder_factory import EmbedderSpec, check_options, options_block
 from needle_retrieval.defaults import DEFAULT_MODEL, DEFAULT_TOP_K
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.dense_type import RANGES, DenseIndexType
 from needle_retrieval.ultrarag.backends import BLOCK_EXTRA as BLOCK_EXTRA  # docs/hooks.py reads it here
 from needle_retrieval.ultrarag.backends import embedding_spec
+from needle_retrieval.ultrarag.embedder_spec import EmbedderSpec
+from needle_retrieval.ultrarag.options import check_options, options_block
 from needle_retrieval.ultrarag.stores import IndexBackend, check_index_backend
 from needle_retrieval.ultrarag.values import bool_value, int_value, optional_string, path_value, resolved, string_value
 from needle_retrieval.ultrarag.websearch import WebSearchChoice, build_web_search, retriever_url, web_search_choice

@@ -27,7 +27,12 @@ The store settings are recorded in the index (``needle_retrieval.index.options``
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from components.embedders.embedder_factory import (
+from components.stores.milvus.settings import MilvusSettings
+from needle_retrieval.errors import NeedleError
+from needle_retrieval.index.dense_type import FLAT, RANGES, DenseIndexType
+from needle_retrieval.index.milvus_place import DEFAULT_COLLECTION, is_server
+from needle_retrieval.ultrarag.keys import take_literal
+from needle_retrieval.ultrarag.options import (
     OPTIONAL_BOOL,
     OPTIONAL_INT,
     OPTIONAL_MAPPING,
@@ -37,11 +42,6 @@ from components.embedders.embedder_factory import (
     check_types,
     options_block,
 )
-from components.stores.milvus.settings import MilvusSettings
-from needle_retrieval.errors import NeedleError
-from needle_retrieval.index.dense_type import FLAT, RANGES, DenseIndexType
-from needle_retrieval.index.milvus_place import DEFAULT_COLLECTION, is_server
-from needle_retrieval.ultrarag.keys import take_literal
 from needle_retrieval.ultrarag.values import unknown_keys
 
 if TYPE_CHECKING:  # needle_retrieval.index imports Haystack: only when a config is checked

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from components.checks import check_base_url
-from components.embedders.embedder_factory import (
+from needle_retrieval.ultrarag.keys import take_literal
+from needle_retrieval.ultrarag.options import (
     OPTIONAL_BOOL,
     OPTIONAL_STRING,
     OptionType,
@@ -33,7 +34,6 @@ from components.embedders.embedder_factory import (
     check_types,
     options_block,
 )
-from needle_retrieval.ultrarag.keys import take_literal
 from needle_retrieval.ultrarag.values import unknown_keys
 
 if TYPE_CHECKING:  # the components import their provider's SDK: only when a component is built

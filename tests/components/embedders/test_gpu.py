@@ -13,10 +13,10 @@ import torch
 from haystack import Document
 from haystack.utils import ComponentDevice
 
-from components.embedders.embedder_factory import embedder_spec
 from components.embedders.sentence_transformers_batch_text_embedder import SentenceTransformersBatchTextEmbedder
 from components.embedders.sentence_transformers_document_embedder import SentenceTransformersDocumentEmbedder
 from components.embedders.sentence_transformers_text_embedder import SentenceTransformersTextEmbedder
+from needle_retrieval.ultrarag.embedder_spec import embedder_spec
 from tests.support.tiny_bert import build_bert
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

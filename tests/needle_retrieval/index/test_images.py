@@ -21,7 +21,6 @@ from sentence_transformers import SentenceTransformer
 
 from components.converters.jsonl_image_corpus_reader import JSONLImageCorpusReader
 from components.converters.jsonl_lines import CorpusFormatError
-from components.embedders.embedder_factory import embedder_spec
 from components.embedders.embedding_file import EmbeddingFileError
 from components.embedders.sentence_transformers_image_embedder import (
     ImageEmbeddingError,
@@ -32,6 +31,7 @@ from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.images import INDEX_TEMPLATE, check_multimodal_options, set_image_embedder
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.progress import INTERVAL_VARIABLE
+from needle_retrieval.ultrarag.embedder_spec import embedder_spec
 from tests.support.clip import PAIRS, build_clip, pair_accuracy, toy_image, train_clip
 from tests.support.integrity import edit_manifest
 

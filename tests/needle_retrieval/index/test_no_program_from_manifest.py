@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from components.embedders.embedder_factory import EmbedderSpec, embedder_spec
 from components.embedders.infinity_server import InfinitySettings
 from needle_retrieval.cli import main
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.embedders import set_document_embedder, set_query_embedder
+from needle_retrieval.ultrarag.embedder_spec import EmbedderSpec, embedder_spec
 from tests.support.integrity import edit_manifest, live
 from tests.support.paths import SAMPLE
 

@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from components.embedders.embedder_factory import embedder_spec
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.trust import OPENAI_SERVER, Trust, check_pipeline, config_trust
+from needle_retrieval.ultrarag.embedder_spec import embedder_spec
 
 ST = "components.embedders.sentence_transformers_text_embedder.SentenceTransformersTextEmbedder"
 OPENAI = "components.embedders.openai_text_embedder.OpenAITextEmbedder"

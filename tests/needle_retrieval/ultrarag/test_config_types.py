@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.embedders.embedder_factory import embedder_spec
 from needle_retrieval.cli import main
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.ultrarag.config import load_config
+from needle_retrieval.ultrarag.embedder_spec import embedder_spec
 from tests.support.paths import DATA, REPO
 
 EXAMPLE = DATA / "ultrarag_parameter.yaml"

@@ -1,4 +1,4 @@
-"""The embedding backend by name (`embedder_factory`), and indexes built with each backend.
+"""The embedding backend by name (`embedder_spec`), and indexes built with each backend.
 
 The done-when check: a dense index built with sentence-transformers, with the OpenAI-compatible embedders against
 a real Infinity server, and with the managed Infinity backend, over the same corpus, answers the same top-10 for
@@ -7,6 +7,7 @@ server backends, so the module starts it once.
 """
 
 import json
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,12 +15,12 @@ import pytest
 from haystack.utils import Secret
 
 from components.embedders import InfinityServer, InfinitySettings
-from components.embedders.embedder_factory import EmbedderSpec, create_embedders, embedder_spec
 from components.embedders.infinity_server import lease, release
 from needle_retrieval.index.build import build_index
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.trust import Trust, config_trust
 from needle_retrieval.search.searcher import Searcher
+from needle_retrieval.ultrarag.embedder_spec import EmbedderSpec, create_embedders, embedder_spec
 from tests.support.paths import INFINITY, REPO
 
 QUERIES = ["read and write zip archives", "run code in a separate thread", "parse command line options"]
@@ -193,3 +194,26 @@ def test_every_backend_builds_an_index_with_the_same_top_ten(
     assert [len(set(ids)) for ids in answers["sentence_transformers"]] == [10, 10, 10]
     assert answers["openai"] == answers["sentence_transformers"]
     assert answers["infinity"] == answers["sentence_transformers"]
+
+
+OLD_NAMES = ["create_embedders", "embedder_spec", "EmbedderSpec", "check_options", "bm25_tokenizer"]
+
+
+@pytest.mark.parametrize("name", OLD_NAMES)
+def test_the_old_module_name_still_answers_with_a_warning_naming_the_new_home(name: str) -> None:
+    import components.embedders.embedder_factory as old
+    import needle_retrieval.ultrarag_config as face
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = getattr(old, name)
+    assert [str(w.message) for w in caught] == [f"{old.__name__}.{name} moved to {old.NEW_HOMES_OF[name]}.{name}"]
+    assert value is getattr(__import__(old.NEW_HOMES_OF[name], fromlist=[name]), name)
+    assert face.create_embedders is __import__(old.NEW_HOMES_OF["create_embedders"], fromlist=["x"]).create_embedders
+
+
+def test_an_unknown_name_of_the_old_module_is_an_attribute_error() -> None:
+    import components.embedders.embedder_factory as old
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        old.no_such_name  # noqa: B018
