@@ -9,6 +9,7 @@ import argparse
 from typing import Any, NoReturn
 
 from components.checks import MAX_QUERIES, MAX_TOP_K
+from components.stores.bm25.languages import LANGUAGES  # the codes only: imports nothing heavy
 from needle_retrieval.cli.index_type_flags import add_index_type_flags, add_search_time_flags
 from needle_retrieval.cli.options import (
     EXIT_USAGE,
@@ -104,8 +105,11 @@ def parser() -> argparse.ArgumentParser:
     ix.add_argument(
         "--lang",
         default="en",
-        choices=["en", "zh", "character"],
-        help="BM25 tokenizer language (milvus: en = Milvus's english analyzer, zh = jieba; no character)",
+        choices=LANGUAGES,
+        metavar="LANG",
+        help="BM25 language: en (default), zh (jieba), character (CJK characters), or the ISO 639-1 code of a "
+        f"language PyStemmer stems ({', '.join(LANGUAGES[3:])}): stemmed, with bm25s' stop list where it has one; "
+        "the index records it and every search uses it. milvus: en, zh and the languages of Milvus's stemmer",
     )
     ix.add_argument(
         "--bm25-tokenizer",

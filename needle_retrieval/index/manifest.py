@@ -29,6 +29,7 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 
+from components.stores.bm25.languages import LANGUAGES
 from components.stores.crash_safe_generations import MANIFEST
 from components.stores.crash_safe_generations import STORES as SAVED_STORES
 from components.stores.file_digests import DIGESTS
@@ -184,6 +185,8 @@ class IndexManifest:
             raise NeedleError(f"{where}: corpus_sha256 must be 64 lowercase hex digits, got {self.corpus_sha256!r}")
         if self.store not in STORES:
             raise NeedleError(f"{where}: store must be one of {', '.join(STORES)}, got {self.store!r}")
+        if self.bm25_lang is not None and self.bm25_lang not in LANGUAGES:
+            raise NeedleError(f"{where}: bm25_lang must be one of {', '.join(LANGUAGES)}, got {self.bm25_lang!r:.80}")
         settings_problem = check_store_settings(self.store, self.store_settings)
         if settings_problem is not None:
             raise NeedleError(f"{where}: {settings_problem}")

@@ -48,7 +48,10 @@ def check_milvus_options(uri: str | None, collection: str | None, lang: str, den
             f"database inside the index (DIR/gen-NNNNNN/{LITE_DB}: moved and rebuilt with it)"
         )
     if lang not in ANALYZERS:
-        raise NeedleError(f"--lang {lang} is not available with --store milvus: choose one of {', '.join(ANALYZERS)}")
+        raise NeedleError(
+            f"--lang {lang} is not available with --store milvus (Milvus has no analyzer for it): choose one of "
+            f"{', '.join(ANALYZERS)}"
+        )
     if not dense:
         raise NeedleError("--no-dense is not available with --store milvus: its collection holds the embeddings")
     if collection is not None:

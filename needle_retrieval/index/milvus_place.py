@@ -8,12 +8,19 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from components.stores.milvus.settings import is_lite
+from components.stores.bm25.languages import STEMMED
+from components.stores.milvus.settings import LANGUAGE_PRESETS, is_lite
+from needle_retrieval.errors import NeedleError
 
 LITE_DB = "milvus.db"
 DEFAULT_COLLECTION = "needle"
-# needle's --lang -> the store's BM25 analyzer preset (Milvus has no per-character analyzer).
-ANALYZERS = {"en": "english", "zh": "chinese"}
+ANALYZERS = {
+    "en": "english",
+    "zh": "chinese",
+    **{code: language.name for code, language in sorted(STEMMED.items()) if language.name in LANGUAGE_PRESETS},
+}
+"""needle's --lang -> the store's BM25 analyzer preset: English, Chinese (jieba) and each language of Milvus's
+stemmer filter. Milvus has no per-character analyzer and no stemmer for the other languages PyStemmer stems."""
 
 
 def is_server(uri: str) -> bool:
@@ -61,11 +68,18 @@ def check_recorded(uri: Any, collection: Any) -> str | None:
 
 
 def store_params(uri: str, collection: str, bm25: bool, lang: str | None) -> dict[str, Any]:
-    """The MilvusDocumentStore init parameters of an index's collection."""
+    """The MilvusDocumentStore init parameters of an index's collection.
+
+    :raises NeedleError: LANG (the manifest's ``bm25_lang``) has no Milvus analyzer: no build records one.
+    """
+    if lang is not None and (not isinstance(lang, str) or lang not in ANALYZERS):
+        raise NeedleError(
+            f"index manifest field 'bm25_lang' is {lang!r:.40}; a Milvus index records one of {', '.join(ANALYZERS)}"
+        )
     return {
         "uri": uri,
         "collection_name": collection,
         "metric_type": "IP",
         "bm25": bm25,
-        "bm25_analyzer": ANALYZERS.get(lang or "en", "english"),
+        "bm25_analyzer": ANALYZERS[lang or "en"],
     }

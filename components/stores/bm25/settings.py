@@ -12,10 +12,10 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 
+from components.stores.bm25.languages import LANGUAGES
 from components.stores.bm25.scoring import METHODS
 from components.stores.bm25.tokenizers import (
     CUSTOM,
-    LANGUAGES,
     SPLITTERS,
     TOKENIZERS,
     is_tokenizer_name,

@@ -8,6 +8,12 @@ is looked up from it, so opening someone else's index or pipeline never runs the
 - ``en``: lower-case, words of two or more word characters (the scikit-learn / bm25s pattern), English
   stopwords (bm25s' list), Snowball English stemmer (PyStemmer). This is the setting that gives nDCG@10 0.676
   on SciFact with Lucene BM25 k1=0.9 b=0.4.
+- every other language PyStemmer stems, by ISO 639-1 code (``de``, ``fr``, ``ru``, ``ar``, ...;
+  ``components.stores.bm25.languages``): the text in Unicode NFC, case-folded (``str.casefold``: ß is ss, a final
+  sigma is a sigma; Turkish maps I to a dotless i and a dotted capital I to i first), words of two or more Unicode
+  word characters (the ``regex`` module's ``\\w``, which keeps the vowel signs of Devanagari or Tamil, Arabic
+  diacritics and the zero-width non-joiner inside a word, where ``re`` splits there), bm25s' stop list of that
+  language where bm25s has one, then the language's Snowball stemmer.
 - ``zh``: jieba ``cut_for_search`` (fine-grained segmentation that also emits the parts of long words),
   lower-case, punctuation dropped, Chinese function words (``zh_stopwords``) and English stopwords removed.
 - ``character``: for CJK text without a segmenter (Japanese, Korean, Chinese): every run of CJK characters
@@ -28,32 +34,22 @@ is looked up from it, so opening someone else's index or pipeline never runs the
   into a YAML file or a manifest, so the index records only that a custom tokenizer was used.
 """
 
-import functools
-import itertools
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from components.stores.bm25.encoded_texts import EncodedTexts as EncodedTexts  # index.py and tests import it here
+from components.stores.bm25.encoded_texts import encoded
+from components.stores.bm25.languages import LANGUAGES, STEMMED, STOPWORD_LISTS, check_lang
+from components.stores.bm25.stemming import EN_WORD, stemmed, stemmed_encoder
 
-LANGUAGES = ("en", "zh", "character")
-TOKENIZERS = (*LANGUAGES, "whitespace", "words", "lucene")
+TOKENIZERS = ("en", "zh", "character", "whitespace", "words", "lucene", *LANGUAGES[3:])
 SPLITTERS = ("regex", "char", "jieba")
-"""The splitters of the ``SPLITTER:STOPWORDS`` tokenizers (bm25s without a stemmer, as UltraRAG runs it)."""
-STOPWORD_LISTS = {
-    "en": "STOPWORDS_EN", "en_plus": "STOPWORDS_EN_PLUS", "de": "STOPWORDS_GERMAN", "nl": "STOPWORDS_DUTCH",
-    "fr": "STOPWORDS_FRENCH", "es": "STOPWORDS_SPANISH", "pt": "STOPWORDS_PORTUGUESE", "it": "STOPWORDS_ITALIAN",
-    "ru": "STOPWORDS_RUSSIAN", "sv": "STOPWORDS_SWEDISH", "no": "STOPWORDS_NORWEGIAN", "zh": "STOPWORDS_CHINESE",
-    "tr": "STOPWORDS_TURKISH", "ko": "STOPWORDS_KOREAN", "da": "STOPWORDS_DANISH", "none": "",
-}  # fmt: skip
-"""The STOPWORDS of a ``SPLITTER:STOPWORDS`` tokenizer: bm25s' language codes -> its list in ``bm25s.stopwords``."""
+"""The splitters of the ``SPLITTER:STOPWORDS`` tokenizers (bm25s without a stemmer, as UltraRAG runs it); their
+STOPWORDS are ``STOPWORD_LISTS``' codes."""
 CUSTOM = "custom"
 """What a saved index records as its tokenizer when it was built with a Python callable."""
-STEM_CACHE_WORDS = 500_000
-"""How many distinct words the English tokenizer keeps stemmed (about 150 bytes each)."""
-_EN_WORD = re.compile(r"(?u)\b\w\w+\b")
 _WORD = re.compile(r"\w+")
 _HAS_WORD_CHAR = re.compile(r"\w")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -63,41 +59,17 @@ _CJK_CHAR = re.compile(rf"[{_CJK}]")
 TokenizerSetting = str | Callable[[str], list[str]] | None
 
 
-@dataclass(frozen=True)
-class EncodedTexts:
-    """
-    A batch of texts as term ids local to the batch, what a write hands the index: ``terms[i]`` (sorted, so a
-    build's vocabulary does not depend on Python's hash seed) is local id ``i``; text ``k``'s ids are the
-    ``lengths[k]`` entries of ``flat`` after those of the texts before it.
-    """
-
-    terms: list[str]
-    flat: np.ndarray  # int32
-    lengths: np.ndarray  # int64, one per text
-
-
-def encoded(texts_terms: list[list[str]]) -> EncodedTexts:
-    """The terms of each text (a tokenizer's output) as :class:`EncodedTexts`."""
-    terms = sorted(set().union(*texts_terms))
-    local = dict(zip(terms, range(len(terms)), strict=True))
-    lengths = np.fromiter(map(len, texts_terms), dtype=np.int64, count=len(texts_terms))
-    flat = np.fromiter(
-        map(local.__getitem__, itertools.chain.from_iterable(texts_terms)), dtype=np.int32, count=int(lengths.sum())
-    )
-    return EncodedTexts(terms, flat, lengths)
-
-
 def validate_tokenizer_settings(lang: Any, tokenizer: Any) -> None:
     """Raise ValueError naming the parameter when ``lang`` or ``tokenizer`` is not one we can build."""
-    if lang not in LANGUAGES:
-        raise ValueError(f"lang must be one of {', '.join(LANGUAGES)}; got {lang!r}")
+    check_lang(lang)
     if tokenizer is None or callable(tokenizer):
         return
     if not is_tokenizer_name(tokenizer):
         raise ValueError(
-            f"tokenizer must be one of {', '.join(TOKENIZERS)} or a Python function(text: str) -> list[str] passed "
-            f"in code (names read from files never import code), or SPLITTER:STOPWORDS with SPLITTER one of "
-            f"{', '.join(SPLITTERS)} and STOPWORDS one of {', '.join(STOPWORD_LISTS)}; got {tokenizer!r}"
+            f"tokenizer must be one of {', '.join(TOKENIZERS[:6])} or a Python function(text: str) -> list[str] "
+            f"passed in code (names read from files never import code), a stemmed language of lang "
+            f"({', '.join(TOKENIZERS[6:])}), or SPLITTER:STOPWORDS with SPLITTER one of {', '.join(SPLITTERS)} and "
+            f"STOPWORDS one of {', '.join(STOPWORD_LISTS)}; got {tokenizer!r}"
         )
 
 
@@ -122,7 +94,8 @@ class BM25Tokenizer:
 
     def __init__(self, lang: str = "en", tokenizer: TokenizerSetting = None) -> None:
         """
-        :param lang: ``en``, ``zh`` or ``character`` (see the module docstring), used when ``tokenizer`` is None.
+        :param lang: ``en``, ``zh``, ``character`` or a stemmed language's code such as ``de`` (see the module
+            docstring), used when ``tokenizer`` is None.
         :param tokenizer: A built-in name (``whitespace``, ``words``, ``lucene``, or a ``lang`` name), or a function
             ``function(text) -> list[str]``; replaces ``lang``'s tokenizer.
         :raises ValueError: If ``lang`` or ``tokenizer`` is not one of the allowed values.
@@ -137,8 +110,8 @@ class BM25Tokenizer:
         """Load the stemmer or jieba's dictionary now rather than on the first text."""
         if self._batch is None:
             self._batch = self._build()
-            english = not callable(self.tokenizer) and (self.tokenizer or self.lang) == "en"
-            self._encode = _english_encoder() if english else None
+            name = None if callable(self.tokenizer) else self.tokenizer or self.lang
+            self._encode = stemmed_encoder(name) if name in STEMMED else None
 
     def __call__(self, texts: list[str]) -> list[list[str]]:
         """Return the terms of each text, in order; repeated terms are kept (they count as term frequency)."""
@@ -147,7 +120,7 @@ class BM25Tokenizer:
         return self._batch(texts)
 
     def encode(self, texts: list[str]) -> EncodedTexts:
-        """``encoded(self(texts))``: the same terms, as ids local to the batch. The English tokenizer builds
+        """``encoded(self(texts))``: the same terms, as ids local to the batch. A stemming tokenizer builds
         them without making each text's list of terms first (a million-passage build's largest Python cost)."""
         self.warm_up()
         return self._encode(texts) if self._encode is not None else encoded(self(texts))
@@ -165,6 +138,8 @@ class BM25Tokenizer:
         parts = bm25s_parts(name)
         if parts is not None:
             return _bm25s_style(*parts)
+        if name in STEMMED:
+            return stemmed(name)
         return _BUILT_INS[name]()
 
     def _checked_user_terms(self, function: Callable[[str], list[str]], text: str, i: int) -> list[str]:
@@ -174,79 +149,6 @@ class BM25Tokenizer:
             name = getattr(function, "__qualname__", repr(function))
             raise TypeError(f"tokenizer {name} must return list[str]; for text #{i} it returned {type(terms).__name__}")
         return terms
-
-
-@functools.cache
-def _english_parts(cache_words: int = STEM_CACHE_WORDS) -> tuple[frozenset[str], Callable[[list[str]], list[str]]]:
-    """
-    One per process: bm25s' English stopwords, and PyStemmer's Snowball English ``stemWords`` behind a cache of
-    the words stemmed so far (loaded here, on first use). Each chunk of a streamed build holds tens of thousands
-    of distinct words, mostly the same from chunk to chunk: stemming them again was a quarter of the build's
-    tokenizing, where bm25s, tokenizing the whole corpus at once, stems each word once. Past
-    ``cache_words`` words the cache starts afresh with the words asked for (a new dict: a thread still reading
-    the old one is unaffected).
-    """
-    import Stemmer
-    from bm25s.stopwords import STOPWORDS_EN
-
-    stem_words = Stemmer.Stemmer("english").stemWords
-    caches: list[dict[str, str]] = [{}]
-
-    def stems(words: list[str]) -> list[str]:
-        """The stem of each of these distinct words."""
-        cache = caches[0]
-        new = [word for word in words if word not in cache]
-        if new:
-            if len(cache) + len(new) > cache_words:
-                cache, new = {}, words
-                caches[0] = cache
-            cache.update(zip(new, stem_words(new), strict=True))
-        return list(map(cache.__getitem__, words))
-
-    return frozenset(STOPWORDS_EN), stems
-
-
-def _english() -> Callable[[list[str]], list[list[str]]]:
-    """Lower-case, split into 2+ character words, drop English stopwords, Snowball-stem (each word once).
-
-    Per word only C-level work remains (the regex, a dict lookup that maps a stopword to None, a filter), and
-    each distinct word of a batch is stemmed once: the terms are those of bm25s' ``tokenize``, at its speed.
-    """
-    stopwords, stem_words = _english_parts()
-
-    def tokenize(texts: list[str]) -> list[list[str]]:
-        words = [_EN_WORD.findall(text.lower()) for text in texts]
-        unique = list(set().union(*words).difference(stopwords))
-        stem_of = dict(zip(unique, stem_words(unique), strict=True)).get
-        return [list(filter(None, map(stem_of, text_words))) for text_words in words]
-
-    return tokenize
-
-
-def _english_encoder() -> Callable[[list[str]], EncodedTexts]:
-    """``_english``'s terms as :class:`EncodedTexts`: every word of the batch maps to its stem's local id (a
-    stopword to -1) in one C-level pass, and numpy drops the stopwords and counts what each text keeps."""
-    stopwords, stem_words = _english_parts()
-
-    def encode(texts: list[str]) -> EncodedTexts:
-        words = [_EN_WORD.findall(text.lower()) for text in texts]
-        distinct = set().union(*words)
-        kept = list(distinct.difference(stopwords))
-        stems = stem_words(kept)
-        terms = sorted(set(stems).difference(("",)))
-        local = dict(zip(terms, range(len(terms)), strict=True))
-        word_id = dict.fromkeys(distinct, -1)  # stopwords (and a word whose stem is empty) stay -1
-        word_id.update((word, local[stem]) for word, stem in zip(kept, stems, strict=True) if stem)
-        counts = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-        ids = np.fromiter(
-            map(word_id.__getitem__, itertools.chain.from_iterable(words)), dtype=np.int32, count=int(counts.sum())
-        )
-        keep = ids >= 0
-        kept_before = np.concatenate(([0], np.cumsum(keep)))
-        ends = np.cumsum(counts)
-        return EncodedTexts(terms, ids[keep], kept_before[ends] - kept_before[ends - counts])
-
-    return encode
 
 
 def _chinese() -> Callable[[list[str]], list[list[str]]]:
@@ -291,7 +193,7 @@ def _bm25s_style(splitter: str, stopwords: str) -> Callable[[list[str]], list[li
     dropped = frozenset(getattr(bm25s.stopwords, STOPWORD_LISTS[stopwords]) if stopwords != "none" else ())
     split: Callable[[str], list[str]]
     if splitter == "regex":
-        split = _EN_WORD.findall
+        split = EN_WORD.findall
     elif splitter == "char":
         split = _non_space_characters
     else:
@@ -329,7 +231,6 @@ def _words() -> Callable[[list[str]], list[list[str]]]:
 
 
 _BUILT_INS: dict[str, Callable[[], Callable[[list[str]], list[list[str]]]]] = {
-    "en": _english,
     "zh": _chinese,
     "character": _characters,
     "whitespace": _whitespace,

@@ -29,7 +29,7 @@ from haystack.utils import Secret
 from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
-from components.stores.milvus.settings import ANALYZERS, MilvusSettings, is_lite
+from components.stores.milvus.settings import MilvusSettings, is_lite
 
 LITE_LOCK_FILE = "LOCK"  # milvus_lite.db.LOCK_FILENAME: Lite holds an flock on it while a process has it open
 # pymilvus's loggers print on its own stderr handler. Every failed call is logged with its traceback (decorators,
@@ -322,7 +322,7 @@ def analyzer_in_use(client: MilvusClient, settings: MilvusSettings) -> str:
         return "none (bm25=False)"
     name = settings.bm25_analyzer if isinstance(settings.bm25_analyzer, str) else "custom"
     lite = is_lite_engine(client)
-    stems = settings.analyzer_params() == ANALYZERS["english"] and not lite
+    stems = settings.stems() and not lite
     engine = "Milvus Lite" if lite else "Milvus server"
     return f"{name} on {engine} ({'with' if stems else 'without'} stemming)"
 

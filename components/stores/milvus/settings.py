@@ -2,7 +2,8 @@
 
 Every setting is a JSON-able value, so a store serialises to YAML and back unchanged; each bad value is a
 ValueError naming the setting and what it allows. The BM25 analyzer is chosen by name (``english``,
-``chinese``, ``standard``) or given as Milvus ``analyzer_params``, never as code.
+``chinese``, ``standard``, or a language of Milvus's stemmer filter such as ``german``) or given as Milvus
+``analyzer_params``, never as code.
 """
 
 import re
@@ -10,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from components.checks import check_int
+from components.stores.bm25.languages import STEMMED, stopwords
 
 METRICS = ("IP", "COSINE", "L2")
 LITE_SUFFIX = ".db"
@@ -71,6 +73,26 @@ ANALYZERS: dict[str, dict[str, Any]] = {
     "chinese": {"tokenizer": "jieba"},
     "standard": {"tokenizer": "standard", "filter": ["lowercase"]},
 }
+MILVUS_STEMMERS = (
+    "arabic", "danish", "dutch", "english", "finnish", "french", "german", "greek", "hungarian", "italian",
+    "norwegian", "portuguese", "romanian", "russian", "spanish", "swedish", "tamil", "turkish",
+)  # fmt: skip
+"""The languages of Milvus's ``stemmer`` filter (Milvus 2.5+). Each but English (its own preset above) is a preset
+of the same name: lowercase, the BM25 store's stop list of that language (bm25s'; none where bm25s has none)
+and that stemmer, so a Milvus server cuts the terms the BM25 store cuts. Milvus Lite drops the stop words but
+ignores the stemmer, as for English."""
+LANGUAGE_PRESETS = tuple(name for name in MILVUS_STEMMERS if name != "english")
+_CODE_OF = {language.name: code for code, language in STEMMED.items()}
+
+
+def language_analyzer(name: str) -> dict[str, Any]:
+    """The ``analyzer_params`` of the language preset NAME (one of ``LANGUAGE_PRESETS``)."""
+    stop = sorted(stopwords(_CODE_OF[name]))
+    filters: list[Any] = ["lowercase"]
+    if stop:
+        filters.append({"type": "stop", "stop_words": stop})
+    filters.append({"type": "stemmer", "language": name})
+    return {"tokenizer": "standard", "filter": filters}
 
 
 def is_lite(uri: str) -> bool:
@@ -122,7 +144,7 @@ class MilvusSettings:
             if value is not None and not isinstance(value, dict):
                 raise ValueError(f"{name} must be a dict of Milvus index/search parameters or None")
         self._check_index_metric()
-        self.analyzer_params()  # checks bm25_analyzer
+        self._check_analyzer()
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not 0 < self.timeout <= 3600:
             raise ValueError(f"timeout must be a number of seconds in (0, 3600], got {self.timeout!r}")
 
@@ -142,16 +164,31 @@ class MilvusSettings:
                 f"index_params metric_type {given!r} differs from metric_type {self.metric_type!r}; set metric_type"
             )
 
+    def _check_analyzer(self) -> None:
+        """Refuse a ``bm25_analyzer`` that is neither a preset name nor a dict (a language preset's stop list is
+        read only when the collection is built: bm25s takes a third of a second to import)."""
+        if not isinstance(self.bm25_analyzer, dict) and self.bm25_analyzer not in (*ANALYZERS, *LANGUAGE_PRESETS):
+            raise ValueError(
+                f"bm25_analyzer must be one of {', '.join((*ANALYZERS, *LANGUAGE_PRESETS))} or a dict of Milvus "
+                f"analyzer_params, got {self.bm25_analyzer!r}"
+            )
+
     def analyzer_params(self) -> dict[str, Any]:
         """The Milvus ``analyzer_params`` of the BM25 text field, from a preset name or given as a dict."""
+        self._check_analyzer()
         if isinstance(self.bm25_analyzer, dict):
             return dict(self.bm25_analyzer)
-        if self.bm25_analyzer not in ANALYZERS:
-            raise ValueError(
-                f"bm25_analyzer must be one of {', '.join(ANALYZERS)} or a dict of Milvus analyzer_params, "
-                f"got {self.bm25_analyzer!r}"
-            )
+        if self.bm25_analyzer in LANGUAGE_PRESETS:
+            return language_analyzer(self.bm25_analyzer)
         return ANALYZERS[self.bm25_analyzer]
+
+    def stems(self) -> bool:
+        """Whether the BM25 analyzer asks for stemming (a ``stemmer`` filter, or Milvus's ``english`` type): what a
+        Milvus server applies and Milvus Lite ignores."""
+        params = self.analyzer_params()
+        filters = params.get("filter", [])
+        stemmer = isinstance(filters, list) and any(isinstance(f, dict) and f.get("type") == "stemmer" for f in filters)
+        return stemmer or params.get("type") == "english"
 
     def dense_index(self) -> dict[str, Any]:
         """The dense field's index: AUTOINDEX with ``metric_type`` unless ``index_params`` says otherwise."""

@@ -161,7 +161,7 @@ def test_write_documents_names_the_bad_item() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"lang": "fr"}, "lang must be one of en, zh, character; got 'fr'"),
+        ({"lang": "klingon"}, "lang must be one of en, zh, character, ar, ca, .*; got 'klingon'"),
         (
             {"tokenizer": "os:system"},
             "tokenizer must be one of en, zh, character, whitespace, words, lucene or a Python function",

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.stores.bm25.document_store import BM25DocumentStore
-from components.stores.bm25.tokenizers import BM25Tokenizer, EncodedTexts, _english_parts
+from components.stores.bm25.stemming import stem_parts
+from components.stores.bm25.tokenizers import BM25Tokenizer, EncodedTexts
 
 
 def test_english_lowercases_drops_stopwords_and_stems() -> None:
@@ -85,7 +86,8 @@ def test_a_python_function_returning_the_wrong_type_is_reported_with_the_text() 
         BM25Tokenizer(tokenizer=length)(["a", "bb"])
 
 
-WORDS = st.sampled_from(["the", "Running", "runs", "a", "of", "élan", "naïve", "x", "id_42", "ΑΒΓ", "--", "i's", "s"])
+ENGLISH_WORDS = ["the", "Running", "runs", "a", "of", "élan", "naïve", "x", "id_42", "ΑΒΓ", "--", "i's", "s"]
+WORDS = st.sampled_from([*ENGLISH_WORDS, "mit", "Gärten", "İLK", "हिंदी"])
 TEXTS = st.lists(st.lists(WORDS | st.text(max_size=6), max_size=12).map(" ".join), max_size=6)
 
 
@@ -97,7 +99,7 @@ def decoded(texts: EncodedTexts) -> list[list[str]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(TEXTS, st.sampled_from(["en", "character", "words", "whitespace"]))
+@given(TEXTS, st.sampled_from(["en", "de", "tr", "hi", "character", "words", "whitespace"]))
 def test_encoded_texts_hold_exactly_the_terms_of_each_text(texts: list[str], name: str) -> None:
     """What a write indexes (encode: the English one builds ids without per-text term lists) is what a query sees
     (the tokenizer's terms, stopwords dropped, in order, repeats kept); local ids follow sorted terms."""
@@ -111,7 +113,7 @@ def test_encoded_texts_hold_exactly_the_terms_of_each_text(texts: list[str], nam
 def test_the_stem_cache_gives_every_stem_when_it_starts_afresh() -> None:
     """Past its size the cache starts again with the words asked for; words it held before still get their stem
     (a lookup of a word stemmed in an earlier batch once raised KeyError here)."""
-    _, stems = _english_parts(4)
+    _, stems = stem_parts("en", 4)
     uncached = Stemmer.Stemmer("english").stemWords
     for batch in (["running", "cats"], ["running", "flies", "cats"], ["agreed", "running", "cats", "ponies"]):
         assert stems(batch) == uncached(batch)
