@@ -23,8 +23,15 @@ NEW_HOMES = {
         "STRING", "OptionType", "check_options", "check_types", "options_block",
     ),
     "needle_retrieval.ultrarag.bm25_terms": ("BM25_LANGS", "BM25_TOKENIZERS", "bm25_lang", "bm25_tokenizer"),
+    "components.embedders.embedder_roles": ("EmbedderRole", "embedder_class"),
 }  # fmt: skip
 NEW_HOMES_OF = {name: module for module, names in NEW_HOMES.items() for name in names}
+__all__ = sorted(NEW_HOMES_OF)
+
+
+def __dir__() -> list[str]:
+    """The names this module still answers for (``from ... import *`` and completion see them)."""
+    return __all__
 
 
 def __getattr__(name: str) -> Any:

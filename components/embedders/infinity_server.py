@@ -5,7 +5,7 @@ seed's `infinity` backend runs the Infinity engine as a server process from anot
 OpenAI-compatible `/embeddings` route. Which venv is the user's choice, never an index's: the `infinity_venv`
 they pass (Python code, their parameter.yaml when building an index), else `$NEEDLE_INFINITY_VENV`, else
 `.venv-infinity`. An index manifest never records it and one that does is refused
-(`components.embedders.embedder_factory.MACHINE_OPTIONS`), so no file shipped inside an index can choose the
+(`needle_retrieval.ultrarag.embedder_spec.MACHINE_OPTIONS`), so no file shipped inside an index can choose the
 program a search runs.
 
 How the server is kept from becoming an orphan: it is not started directly but through a small watchdog, this

@@ -79,8 +79,9 @@ MILVUS_STEMMERS = (
 )  # fmt: skip
 """The languages of Milvus's ``stemmer`` filter (Milvus 2.5+). Each but English (its own preset above) is a preset
 of the same name: lowercase, the BM25 store's stop list of that language (bm25s'; none where bm25s has none)
-and that stemmer, so a Milvus server cuts the terms the BM25 store cuts. Milvus Lite drops the stop words but
-ignores the stemmer, as for English."""
+and that stemmer: close to the BM25 store's terms, not identical (Milvus's standard tokenizer keeps one-character
+and numeric tokens, lowercases rather than case-folds, and its Snowball release may stem some words otherwise).
+Milvus Lite drops the stop words but ignores the stemmer, as for English."""
 LANGUAGE_PRESETS = tuple(name for name in MILVUS_STEMMERS if name != "english")
 _CODE_OF = {language.name: code for code, language in STEMMED.items()}
 
