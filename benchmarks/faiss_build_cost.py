@@ -7,10 +7,11 @@ faiss doing the same job, wall time and peak RSS, each side in a process of its 
   a commit each), ``np.load(FILE, mmap_mode="r")`` and add its rows to ``IndexIDMap2(IndexFlatIP)`` in chunks of
   ``CHUNK`` under their row ids, ``write_index``. Python, numpy, faiss and sqlite3 are all it imports.
 - ours: the ``needle index CORPUS --out DIR --embeddings FILE`` CLI (dense only, Flat), which also checks FILE
-  (rows, dimension, finiteness) and the corpus, copies FILE into the generation with its fingerprint, stores each
-  embedding in the document table as well (the on-disk format), digests every file for the manifest, and writes
-  the search pipelines, all crash-safely; it imports Haystack, which imports torch (about 4 s and 0.25 GB on this
-  machine: Haystack's ``LazyImport`` of torch in ``haystack.utils.device`` is not lazy).
+  (rows, dimension, finiteness) and the corpus, copies FILE into the generation with its fingerprint (hashed as it
+  is written), digests the other files for the manifest (on parallel threads), and writes the search pipelines, all
+  crash-safely; its document table is written where the generation keeps it, without the vectors; it imports
+  Haystack, which imports torch (about 4 s and 0.25 GB on this machine: Haystack's ``LazyImport`` of torch in
+  ``haystack.utils.device`` is not lazy).
 
 Each run is a child process started by a small wrapper process of its own, which reports the child's wall time
 and peak resident set (``getrusage(RUSAGE_CHILDREN).ru_maxrss``); memory-mapped pages of FILE that a side

@@ -66,10 +66,11 @@ MANIFEST = "manifest.json"
 STORES = "stores"  # manifest key: {sub-directory: {"generation", "manifest_sha256"}} of the stores saved inside
 MANIFEST_LIMIT = 64 << 20  # bytes: far above any manifest a save writes (a few hundred bytes per file it lists)
 SEAL = "seal"  # manifest key: the sha256 of the manifest's other fields (``seal_of``), so it is one tamper-evident unit
-# Files in a store directory that are not part of a generation's content (_owned): the writer lock and the pointer's
-# staged copy, left by a save killed before its switch (atomic_files.temp_sibling's name, or the fixed CURRENT.tmp
-# of earlier versions).
-_UNOWNED = re.compile(rf"{re.escape(LOCK_FILE)}|{temp_pattern(POINTER)}|{re.escape(POINTER)}\.tmp")
+# Files in a store directory that are not part of a generation's content (_owned): the writer lock, the pointer's
+# staged copy left by a save killed before its switch (the fixed CURRENT.tmp of earlier versions), and any file named
+# as atomic_files.temp_sibling names one (the pointer's staged copy, a table a store builds in place).
+_TEMP_SIBLING = temp_pattern("NAME").replace("NAME", ".+")
+_UNOWNED = re.compile(rf"{re.escape(LOCK_FILE)}|{_TEMP_SIBLING}|{re.escape(POINTER)}\.tmp")
 
 
 @dataclass(frozen=True)

@@ -141,15 +141,34 @@ def _hash(file: io.BufferedReader, advance: Advance | None) -> str:
 def digest_files(
     directory: Path, sizes: Mapping[str, int], on_progress: DigestProgress | None = None
 ) -> dict[str, str]:
-    """The sha256 of each file of DIRECTORY that SIZES names (relative path -> its size in bytes), one after the
-    other: a generation being written, whose files are still in the page cache. A file this process has already
-    hashed in this very version (a part `needle tune` links from the live generation and has just checked) is not
-    read again (``_known_digest``).
+    """The sha256 of each file of DIRECTORY that SIZES names (relative path -> its size in bytes): a generation
+    being written, whose files are still in the page cache. A file this process has already hashed in this very
+    version (a part `needle tune` links from the live generation and has just checked, an embedding file hashed
+    as it was written: ``remember``) is not read again (``_known_digest``); the others are hashed on parallel
+    threads, as ``verify_all`` does, so the largest file's hashing is about what it costs.
 
     :param on_progress: see the module docstring; the stage is ``DIGESTING``, the total the sum of SIZES.
     """
     tally = _Tally(on_progress, DIGESTING, sum(sizes.values()))
-    return {name: _known_digest(directory / name, tally.advance) for name in sizes}
+    names = list(sizes)
+    if len(names) <= 1:
+        return {name: _known_digest(directory / name, tally.advance) for name in names}
+    with ThreadPoolExecutor(max_workers=min(len(names), os.cpu_count() or 1, 8)) as pool:
+        futures = [pool.submit(_known_digest, directory / name, tally.advance) for name in names]
+        return {name: future.result() for name, future in zip(names, futures, strict=True)}
+
+
+def remember(path: Path, digest: str) -> None:
+    """Record DIGEST as the sha256 of PATH as it is now, which its writer computed from the bytes it wrote (and
+    has closed the file since), so that ``digest_files`` need not read it again; a later change of the file
+    changes what identifies this version (``_identity``), so the record then no longer applies."""
+    descriptor = open_regular(path)
+    try:
+        identity = _identity(os.fstat(descriptor))
+    finally:
+        os.close(descriptor)
+    with _VERIFIED_LOCK:
+        _VERIFIED[identity] = digest
 
 
 def _known_digest(path: Path, advance: Advance | None = None) -> str:

@@ -14,12 +14,19 @@ build feeds the same store the same chunks without that round trip:
   appended to the generation's ``embeddings.npy`` and written with their documents by the store's
   ``write_embeddings`` (the writer's policy), which stores them exactly as ``write_documents`` does;
 * the embedding file is published with its fingerprint (and ``brought_from``) once every row is in, as
-  ``embeddings_in.bring_in`` writes it, and the store is saved once (``parts.save_store``).
+  ``embeddings_in.bring_in`` writes it, its sha256 taken on a thread of its own as the rows are written (the
+  manifest records it without reading the file again: ``file_digests.remember``), and the store is saved once
+  (``parts.save_store``), its document table built in place (``FAISSDocumentStore.write_in_place``: the store's
+  directory lies in the generation being built) and linked into its generation, not copied.
 
 The result is ``build_dense``'s byte for byte: the same ``embeddings.npy`` and sidecar, document table, vectors
 and manifest (tests/needle_retrieval/index/test_build_brought.py compares the two).
 """
 
+import hashlib
+import io
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +36,7 @@ from components.atomic_files import atomic_write
 from components.embedders.embedding_file import EmbeddingFileError, StreamDigest, write_sidecar
 from components.embedders.embedding_file_foreign import refuse_bad_row
 from components.stores.faiss.row_writes import TRAINING_SAMPLE
+from components.stores.file_digests import remember
 from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
 from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
 from needle_retrieval.index.dense_type import FLAT, DenseIndexType
@@ -62,33 +70,43 @@ def build_dense_brought(
     reader: Any = pipeline.get_component("reader")
     writer: Any = pipeline.get_component("writer")
     matrix, size = brought.matrix, aligned(chunk_size, int(getattr(source, "encode_chunk_size", 1)))
-    ids, texts = StreamDigest(), StreamDigest()
+    ids, texts, digest = StreamDigest(), StreamDigest(), hashlib.sha256()  # digest: the bytes of embeddings.npy
     read = written = 0  # documents read (row i of FILE is document i), documents the store wrote
 
     def fill(handle: IO[bytes]) -> None:
-        """Write the embedding file's rows to HANDLE and the documents with them to the store, chunk by chunk."""
+        """Write the embedding file's rows to HANDLE (hashing them) and the documents with them to the store, chunk
+        by chunk: both on threads of their own, one chunk behind the reading of the next (``Behind``)."""
         nonlocal read, written
-        header = {"descr": "<f4", "fortran_order": False, "shape": (matrix.rows, matrix.dim)}
-        np.lib.format.write_array_header_1_0(handle, header)
-        with Progress(total=matrix.rows, desc="Indexing (dense)", unit="docs", postfix="reading embeddings") as bar:
-            for start in range(0, max(matrix.rows, 1), size):
-                documents = reader.run(path=str(corpus), skip=start, limit=size)["documents"]
-                if read + len(documents) > matrix.rows:
-                    raise EmbeddingsNotReusable(f"more than its {matrix.rows} documents")
-                ids.update([document.id for document in documents])
-                texts.update(source.texts_to_embed(documents))
-                rows = matrix.rows_at(read, len(documents))
-                refuse_bad_row(matrix, read, rows)
-                handle.write(rows.data)
-                read += len(documents)
-                written += writer.document_store.write_embeddings(documents, rows, policy=writer.policy)
-                bar.advance_to(read)
+        header = io.BytesIO()
+        shape = (matrix.rows, matrix.dim)
+        np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": shape})
+        with ThreadPoolExecutor(1) as file_thread, ThreadPoolExecutor(1) as store_thread:  # waited for on any exit
+            file_writes, store_writes = Behind(file_thread), Behind(store_thread)
+            file_writes.then(_write_hashed, handle, digest, header.getbuffer())
+            with Progress(total=matrix.rows, desc="Indexing (dense)", unit="docs", postfix="reading embeddings") as bar:
+                for start in range(0, max(matrix.rows, 1), size):
+                    documents = reader.run(path=str(corpus), skip=start, limit=size)["documents"]
+                    if read + len(documents) > matrix.rows:
+                        raise EmbeddingsNotReusable(f"more than its {matrix.rows} documents")
+                    ids.update([document.id for document in documents])
+                    texts.update(source.texts_to_embed(documents))
+                    rows = matrix.rows_at(read, len(documents))
+                    refuse_bad_row(matrix, read, rows)
+                    file_writes.then(_write_hashed, handle, digest, rows.data)
+                    written += store_writes.then(store.write_embeddings, documents, rows, writer.policy) or 0
+                    read += len(documents)
+                    bar.advance_to(read)
+                file_writes.finish()
+                written += store_writes.finish() or 0
 
+    store: Any = writer.document_store
+    store.write_in_place()  # dense/ lies in the generation being built: its table is linked, not copied
     try:
         # An IVF / PQ / SQ index trains on an even sample of the whole file (the sample ``build_index`` sized
         # nlist for), not on the first chunk alone; a no-op for Flat and HNSW.
-        writer.document_store.train(matrix.sample(TRAINING_SAMPLE))
+        store.train(matrix.sample(TRAINING_SAMPLE))
         atomic_write(generation / EMBEDDINGS, fill)
+        remember(generation / EMBEDDINGS, digest.hexdigest())  # the generation's manifest records it unread
     except EmbeddingFileError as error:
         raise NeedleError(f"{FLAG} {error}") from None
     except ValueError as error:  # a bad corpus line (CorpusFormatError)
@@ -102,3 +120,31 @@ def build_dense_brought(
     write_sidecar(generation / EMBEDDINGS, {**fingerprint, "brought_from": brought_from(matrix)}, matrix.dim)
     save_store(pipeline, "dense")
     return written, matrix.dim
+
+
+class Behind:
+    """Calls run in order on one thread of their own (POOL's), at most one behind the caller: ``then`` waits for
+    the previous call (its exception raised in the caller's thread, its result returned) before handing over the
+    next, ``finish`` waits for the last. What they spend outside the GIL (FAISS adds, SQLite's inserts, file
+    writes, hashing) then overlaps the caller's reading and parsing of the next chunk, on a second core."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self._pool = pool
+        self._pending: Future[Any] | None = None
+
+    def then(self, call: Callable[..., Any], *args: Any) -> Any:
+        """Hand over CALL(*ARGS), once the previous call is done; returns the previous call's result (None: none)."""
+        previous = self.finish()
+        self._pending = self._pool.submit(call, *args)
+        return previous
+
+    def finish(self) -> Any:
+        """The result of the call handed over last (None: none, or already returned), once it is done."""
+        pending, self._pending = self._pending, None
+        return None if pending is None else pending.result()
+
+
+def _write_hashed(handle: IO[bytes], digest: "hashlib._Hash", data: memoryview) -> None:
+    """Write DATA to HANDLE and add it to DIGEST (the file's sha256, in the order written)."""
+    handle.write(data)
+    digest.update(data)

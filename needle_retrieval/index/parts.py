@@ -70,6 +70,8 @@ def build_dense(
     """
     npy = carry_embeddings(generation, reuse, overwrite)
     pipeline = pf.build(dense_template(generation, model, overwrite, embedder, index_type, options))
+    writer: Any = pipeline.get_component("writer")
+    writer.document_store.write_in_place()  # dense/ lies in the generation being built: its table is linked
     with embeddings_refused():
         written = run_chunked(pipeline, corpus, chunk_size, "Indexing (dense)")
     save_store(pipeline, "dense")

@@ -1,6 +1,7 @@
 """A Haystack document store searched with BM25 through bm25s: English, Chinese, persisted, incremental."""
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,12 @@ from components.stores.bm25.segments import BM25Params
 from components.stores.bm25.settings import resolve_settings, saved_settings, validate_init
 from components.stores.bm25.tokenizers import BM25Tokenizer, TokenizerSetting
 from components.stores.document_checks import check_document_list, check_meta_storable
+from components.stores.document_pages import DocumentPages
 from components.stores.metadata_queries import MetadataQueries
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 
-class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwins, MetadataQueries):
+class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwins, MetadataQueries, DocumentPages):
     """
     Documents searchable with BM25 (bm25s), saved crash-safely, loaded checked.
 
@@ -66,8 +68,10 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
     ) -> None:
         """
         :param path: Directory the index is saved to and loaded from (the seed's ``save_path``); loaded lazily.
-        :param lang: Tokenizer: ``en`` (stopwords + Snowball stemmer), ``zh`` (jieba) or ``character`` (CJK
-            character unigrams and bigrams). Default ``en``.
+        :param lang: Tokenizer: ``en`` (stopwords + Snowball stemmer), ``zh`` (jieba), ``character`` (CJK
+            character unigrams and bigrams), or the ISO 639-1 code of another language PyStemmer stems (its
+            Snowball stemmer, and bm25s' stop list where it has one: ``components.stores.bm25.languages``).
+            Default ``en``.
         :param tokenizer: A built-in tokenizer by name (``whitespace``, ``words``, ``lucene``, a ``lang`` name, or
             a bm25s-style ``SPLITTER:STOPWORDS`` such as ``regex:en``, UltraRAG's terms: see
             ``components.stores.bm25.tokenizers``), used instead of ``lang``'s; or, in Python code only, a
@@ -186,6 +190,15 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
         if not filters:
             return documents
         return [d for d in documents if document_matches_filter(filters=filters, document=d)]
+
+    def _document_pages(self, filters: dict[str, Any] | None, page_size: int) -> Iterator[list[Document]]:
+        """Pages of copies of the documents matching ``filters`` (``DocumentPages``): the index's ids as they were
+        at the first page, less those deleted since, read from memory or the saved table a page at a time."""
+        for ids in self._ready().id_pages(page_size):
+            with self._lock:
+                index = self._ready()
+                documents = self._documents.get([doc_id for doc_id in ids if doc_id in index])
+            yield [copied(d) for d in documents if not filters or document_matches_filter(filters=filters, document=d)]
 
     def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
         """Number of documents matching ``filters``."""

@@ -16,6 +16,7 @@ N; rankings within one query barely change. A freshly built index scores exactly
 """
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,6 +135,17 @@ class BM25Index:
         with self._lock:
             main_ids = [self._main.ids[r] for r in np.flatnonzero(self._alive)] if self._main else []
             return main_ids + list(self._delta)
+
+    def id_pages(self, page_size: int) -> Iterator[list[str]]:
+        """The ids ``ids`` lists, at most ``page_size`` at a time (a page may be short), as they were at the first
+        page: the main rows' liveness is copied on write, so the walk reads a fixed view of the main segment
+        without a lock (and lists only the delta's ids, which compaction keeps to a fraction of the index)."""
+        with self._lock:  # the ids only: a walk must not keep a compacted segment's arrays alive
+            main_ids, alive, delta = self._main.ids if self._main else [], self._alive, list(self._delta)
+        for start in range(0, len(main_ids), page_size):
+            yield [main_ids[row] for row in np.flatnonzero(alive[start : start + page_size]) + start]
+        for start in range(0, len(delta), page_size):
+            yield delta[start : start + page_size]
 
     def add(self, doc_ids: list[str], texts: EncodedTexts, rows: list[int]) -> None:
         """

@@ -8,10 +8,18 @@ SQLite's temporary directory, ``SQLITE_TMPDIR`` or ``TMPDIR`` else ``/var/tmp`` 
 it is opened, so a killed build leaves nothing behind), of which only SQLite's page cache (2 MiB) stays in
 memory. Every lookup is a SQL query, slower than the cached table's dict lookups, which only matters for a
 store that is searched before it is saved and reloaded; the saved generation is the same ``documents.sqlite``.
+
+A store whose directory is itself scratch (``FAISSDocumentStore.write_in_place``: ``needle index`` builds each store
+inside a generation that is published whole or removed) keeps this table in a named file there instead, which its
+save hard-links into the new generation (``link_to``) rather than copying it page by page: gigabytes at 1M
+passages. That file is written without a rollback journal on disk and without fsync (``journal_mode=MEMORY``,
+``synchronous=OFF``: a crash leaves nothing that is published), and fsynced with the generation before it is.
 """
 
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,11 +34,35 @@ from components.stores.hits import derived
 class DiskDocumentTable(SQLiteDocumentTable):
     """SQLiteDocumentTable's rows in a temporary on-disk SQLite database, read back by query, never cached."""
 
-    def __init__(self) -> None:
-        """Open a new, empty temporary database (deleted by SQLite when the connection closes)."""
-        super().__init__(sqlite3.connect("", check_same_thread=False))
+    def __init__(self, file: Path | None = None) -> None:
+        """Open a new, empty temporary database (deleted by SQLite when the connection closes), or FILE, a new file
+        that the store saves by linking it (``link_to``) and removes (``close``)."""
+        self.file = file
+        connection = sqlite3.connect(file if file is not None else "", check_same_thread=False)
+        if file is not None:  # scratch until the generation that links it is fsynced and published
+            connection.execute("PRAGMA journal_mode=MEMORY")
+            connection.execute("PRAGMA synchronous=OFF")
+        super().__init__(connection)
         self._count = 0
         self._embedded_total = 0
+
+    def link_to(self, path: Path) -> bool:
+        """Give PATH (a generation being written) this table's file as it is, without copying a page: a hard link
+        to ``file``, every change already committed. False for a temporary database (no name to link: copy it
+        with ``save_to``) or where the file system links no files (then copied too)."""
+        if self.file is None:
+            return False
+        try:
+            os.link(self.file, path)
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Close the database and remove its file's name (a generation that linked it keeps the bytes)."""
+        self._db.close()
+        if self.file is not None:
+            self.file.unlink(missing_ok=True)
 
     def __len__(self) -> int:
         return self._count
@@ -80,6 +112,8 @@ class DiskDocumentTable(SQLiteDocumentTable):
                 self._db.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)", entries)
         except sqlite3.OperationalError as exc:  # e.g. "database or disk is full"
             # An OSError, as for any other file a build cannot write (`needle index` reports it as such).
+            if self.file is not None:
+                raise OSError(f"{self.file}: cannot write the FAISS store's document table ({exc})") from exc
             raise OSError(
                 f"cannot write the temporary document table of the FAISS store being built ({exc}); it lies in "
                 "SQLite's temporary directory: point SQLITE_TMPDIR at a disk with room"
@@ -117,7 +151,7 @@ class DiskDocumentTable(SQLiteDocumentTable):
     def embedding_lists(self, rows: Iterable[int]) -> dict[int, list[float]]:
         """The stored embeddings of those ``rows`` that have one, as lists of floats."""
         blobs = self._blobs(list(rows))  # rows without embedding are not selected
-        return {row: np.frombuffer(blob, dtype="<f4").tolist() for row, blob in blobs.items()}
+        return {row: vector.tolist() for row, vector in self._vectors_of(blobs).items()}
 
     def _bases(self, rows: Sequence[int]) -> dict[int, Document]:
         """Decoded Documents (without embedding) of the stored ``rows`` (row -1 skipped), by row."""

@@ -2,7 +2,7 @@
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -10,23 +10,26 @@ import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.errors import DocumentStoreError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
+from haystack.utils.filters import document_matches_filter
 
 from components.checks import check_filters
 from components.stores.async_twins import DocumentStoreAsyncTwins
 from components.stores.crash_safe_generations import MANIFEST, verified, verify_all
 from components.stores.document_checks import check_document_list, check_meta_storable, encode_document
+from components.stores.document_pages import DocumentPages
 from components.stores.faiss.checks import (
     FORMAT,
     check_init,
     check_manifest,
     stack_embeddings,
 )
+from components.stores.faiss.disk_document_table import DiskDocumentTable
 from components.stores.faiss.row_writes import RowWrites
 from components.stores.faiss.saved_document_table import SavedDocumentTable
 from components.stores.faiss.searches import FAISSSearches
 from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
-from components.stores.faiss.vector_index import FAISSVectorIndex
+from components.stores.faiss.vector_index import FAISSVectorIndex, keeps_exact_vectors
 from components.stores.metadata_queries import MetadataQueries
 from components.stores.transactions import SingleWriter, TransactionalStore
 
@@ -39,13 +42,17 @@ def _quiet(stage: str, done: int, total: int) -> None:
     """A ``SaveProgress`` that reports nothing."""
 
 
-class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentStoreAsyncTwins, MetadataQueries):
+class FAISSDocumentStore(
+    FAISSSearches, RowWrites, TransactionalStore, DocumentStoreAsyncTwins, MetadataQueries, DocumentPages
+):
     """
     A Haystack DocumentStore with FAISS vector search, metadata pre-filtering and batch search.
 
-    - Documents (content, meta, blob, sparse embedding) and their embeddings (float32) live in SQLite; vectors
-      also live in FAISS under int64 ids that are the documents' SQLite rows. Embeddings are kept as float32,
-      so they come back rounded to float32 (exact for embeddings that came from a float32 model).
+    - Documents (content, meta, blob, sparse embedding) live in SQLite; vectors live in FAISS under int64 ids
+      that are the documents' SQLite rows. An index that changes or approximates vectors (cosine, HNSW, IVF,
+      PQ, SQ) has each embedding kept in SQLite too (float32); an exact Flat index is where they are read back
+      from (``IN_INDEX``: the table holds no second copy). Embeddings are kept as float32, so they come back
+      rounded to float32 (exact for embeddings that came from a float32 model).
     - Documents without embedding are stored and returned by ``filter_documents`` but never by ``search``.
     - ``search`` scores are higher-is-better: inner product, cosine similarity, or for ``l2`` the negated
       squared Euclidean distance (0 is an identical vector).
@@ -96,6 +103,7 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
         self._vectors: FAISSVectorIndex | None = None  # None until the first vector (or after delete_all)
         self._info: dict[str, Any] = {}
         self._next_row = 0
+        self._in_place = False  # write_in_place: the table being built is a file in path, linked at save
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the store's settings (not its documents: those live in ``path``)."""
@@ -158,6 +166,23 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
         with self._lock:
             table = self._ready()
             return table.documents(table.filter_rows(filters), with_embedding=True)
+
+    def _document_pages(self, filters: dict[str, Any] | None, page_size: int) -> Iterator[list[Document]]:
+        """Pages of the documents matching ``filters``, with embeddings (``DocumentPages``): the table's rows in
+        order, a page at a time under the lock, up to the last row stored when the walk began (documents written
+        since are not shown, those deleted since are skipped)."""
+        with self._lock:
+            self._ready()  # loads a saved store, whose next row is then known
+            after, end = -1, self._next_row
+        while True:
+            with self._lock:
+                table = self._ready()
+                rows = [row for row in table.rows_after(after, page_size) if row < end]
+                documents = table.documents(rows, with_embedding=True)
+            if not rows:
+                return
+            after = rows[-1]
+            yield [d for d in documents if not filters or document_matches_filter(filters, d)]
 
     def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
         """Number of documents matching ``filters``."""
@@ -265,6 +290,16 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
 
         self._mutate(change)
 
+    def write_in_place(self) -> None:
+        """
+        Build the document table in a file of this store's directory and save it by linking that file into the new
+        generation, not copying it (``disk_document_table``): gigabytes less to write at 1M passages. For a store
+        whose directory is itself scratch, published whole or removed with what holds it (``needle index`` builds
+        each store inside a generation that is); elsewhere a killed build would leave that file behind. A run-time
+        choice, never saved; it applies to a table started after it by a store with a path and ``autosave`` off.
+        """
+        self._in_place = True
+
     def save(self, on_progress: SaveProgress | None = None) -> None:
         """
         Write the store as a new generation of ``path`` (crash-safe); a no-op when it was never loaded.
@@ -292,7 +327,13 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
         """Write a new generation; the unchanged table then stands for it to readers (the BM25 store). REPORT: see
         ``save``."""
         generation = self._writer.write(root, lambda directory: self._write_generation(directory, report), report)
-        share(generation, self._ready())
+        table = self._ready()
+        if isinstance(table, DiskDocumentTable) and table.file is not None:
+            # Its file is the generation's now, which must never change: the next use opens that generation.
+            table.close()
+            self._table = None
+        else:
+            share(generation, table)
 
     def _checkpoint(self) -> int | None:
         """What a reload does not restore: the inferred embedding_dim (the rest is the live generation)."""
@@ -317,6 +358,7 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
                 table = self._load(*found)
             else:
                 table = self._table = self._new_table()
+            table.vectors_in_index = self._exact_vectors
             if self.path is not None:
                 self._writer.seen(Path(self.path), found)
         return table
@@ -328,7 +370,8 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
         check_manifest(manifest, generation / MANIFEST, settings)
         verify_all(generation, manifest)  # every file's sha256, before SQLite or FAISS reads one
         documents = verified(generation, manifest, DOCUMENTS_FILE)
-        table = SavedDocumentTable.open(documents, manifest["next_row"], manifest["embedding_dim"])  # checked too
+        exact = keeps_exact_vectors(manifest["index_factory"], manifest["metric"])
+        table = SavedDocumentTable.open(documents, manifest["next_row"], manifest["embedding_dim"], exact)  # checked
         vectors = None
         if manifest["vectors"] is not None:
             vectors = FAISSVectorIndex.read(
@@ -336,18 +379,28 @@ class FAISSDocumentStore(FAISSSearches, RowWrites, TransactionalStore, DocumentS
             )
         if len(table) != manifest["documents"] or (vectors.ntotal if vectors else None) != manifest["vectors"]:
             raise DocumentStoreError(f"{generation / MANIFEST}: counts disagree with the saved index and documents")
+        indexed = vectors.rows() if exact and vectors is not None else np.empty(0, np.int64)
+        if exact and not np.array_equal(indexed, table.embedded_rows()):  # a row's vector is read from the index
+            raise DocumentStoreError(f"{documents}: corrupted, its rows with an embedding are not the FAISS index's")
         self._table, self._vectors = table, vectors
         self._info, self._next_row = manifest["info"], manifest["next_row"]
         self.embedding_dim = manifest["embedding_dim"]
         share(generation, table)
         return table
 
+    def _exact_vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of ROWS as the FAISS index holds them: the embeddings of rows stored ``IN_INDEX``."""
+        if self._vectors is None:
+            raise DocumentStoreError("this store's document table names vectors of a FAISS index it does not have")
+        return self._vectors.reconstruct(rows)
+
     def _write_generation(self, directory: Path, report: SaveProgress) -> dict[str, Any]:
         """Write the document table and the vectors into DIRECTORY, each a stage told to REPORT; returns the
         manifest fields."""
         table = self._ready()
         report("writing documents", 0, len(table))
-        table.save_to(directory / DOCUMENTS_FILE)
+        if not (isinstance(table, DiskDocumentTable) and table.link_to(directory / DOCUMENTS_FILE)):
+            table.save_to(directory / DOCUMENTS_FILE)
         report("writing documents", len(table), len(table))
         if self._vectors is not None:
             report("writing vectors", 0, self._vectors.ntotal)

@@ -7,6 +7,7 @@ transactions (``components.stores.transactions``) with its lock held; they assum
 
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
@@ -14,11 +15,13 @@ from haystack import Document
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
+from components.atomic_files import temp_sibling
 from components.stores.document_checks import check_document_list, encode_document
 from components.stores.faiss.checks import check_finite, check_matrix
 from components.stores.faiss.disk_document_table import DiskDocumentTable
-from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
-from components.stores.faiss.vector_index import FAISSVectorIndex, build_faiss_index
+from components.stores.faiss.shared_documents import DOCUMENTS_FILE
+from components.stores.faiss.sqlite_document_table import IN_INDEX, SQLiteDocumentTable
+from components.stores.faiss.vector_index import FAISSVectorIndex, build_faiss_index, keeps_exact_vectors
 
 TRAINING_SAMPLE = 100_000  # rows of a .npy used to train an IVF index before the bulk add
 T = TypeVar("T")
@@ -37,6 +40,7 @@ class RowWrites:
     autosave: bool
     _vectors: FAISSVectorIndex | None
     _next_row: int
+    _in_place: bool
     _lock: threading.RLock
 
     def _ready(self) -> SQLiteDocumentTable:
@@ -88,7 +92,10 @@ class RowWrites:
         positions = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
         texts = [texts[position] for position in positions]
         picks = vector_of[positions]
-        blobs = _blobs(vectors, picks)
+        if keeps_exact_vectors(self.index_factory, self.metric):  # the index holds each vector as it is written
+            blobs: list[bytes | None] = [None if pick < 0 else IN_INDEX for pick in picks.tolist()]
+        else:
+            blobs = _blobs(vectors, picks)
         rows = np.arange(self._next_row, self._next_row + len(positions), dtype=np.int64)
         self._delete_rows([stored[document_id] for document_id in chosen if document_id in stored])
         table.insert(list(zip(rows.tolist(), chosen, texts, blobs, strict=True)))
@@ -137,8 +144,15 @@ class RowWrites:
         """An empty table: on disk for a store built into a new directory and saved once (``autosave`` off), so
         that a build's memory does not grow with its corpus (``disk_document_table``); else in memory."""
         if self.path is not None and not self.autosave:
-            return DiskDocumentTable()
+            return DiskDocumentTable(self._building_file() if self._in_place else None)
         return SQLiteDocumentTable()
+
+    def _building_file(self) -> Path:
+        """A new file in the store's directory for the table being built in place (``write_in_place``), named as
+        a temporary file, which a generation never lists and a directory without one may hold."""
+        root = Path(cast(str, self.path))
+        root.mkdir(parents=True, exist_ok=True)
+        return temp_sibling(root / DOCUMENTS_FILE)
 
     def _write_matrix(self, documents: list[Document], matrix: np.ndarray, policy: DuplicatePolicy, source: str) -> int:
         """Write documents with embeddings from ``matrix``, ``index_chunk_size`` rows at a time, then save once."""

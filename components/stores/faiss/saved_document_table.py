@@ -35,7 +35,7 @@ from haystack.utils.filters import document_matches_filter
 
 from components.stores.document_checks import encode_document
 from components.stores.faiss.saved_files import check_rows
-from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded
+from components.stores.faiss.sqlite_document_table import BATCH, IN_INDEX, SQLiteDocumentTable, decoded
 from components.stores.hits import SharedHits, derived
 from components.stores.recent_documents import RecentDocuments
 
@@ -58,11 +58,12 @@ class SavedDocumentTable(SQLiteDocumentTable):
         self._copied = False  # True once the first change moved the rows into a temporary database
 
     @classmethod
-    def open(cls, path: Path, next_row: int, dim: int | None) -> "SavedDocumentTable":
+    def open(cls, path: Path, next_row: int, dim: int | None, in_index: bool = False) -> "SavedDocumentTable":
         """
         Open a table saved by ``save_to`` (a saved generation's file, its sha256 verified) whose rows lie in
-        [0, ``next_row``) and whose embeddings hold ``dim`` float32 values; reads each row's number and the size
-        of its embedding (in one pass, not its document) and checks them.
+        [0, ``next_row``) and whose embeddings hold ``dim`` float32 values, or (IN_INDEX, with ``in_index``: the
+        generation's FAISS index keeps exact vectors) are the index's; reads each row's number and the size of its
+        embedding (in one pass, not its document) and checks them.
 
         :raises DocumentStoreError: naming the file when it is damaged, holds rows the store never handed out or
             an embedding of another size.
@@ -76,7 +77,8 @@ class SavedDocumentTable(SQLiteDocumentTable):
         rows, sizes = pairs[:, 0], pairs[:, 1]
         check_rows(rows, path, next_row, "rows")
         embedded = sizes >= 0
-        if dim is not None and (bad := np.flatnonzero(embedded & (sizes != 4 * dim))).size:
+        allowed = (sizes == 4 * dim) | ((sizes == len(IN_INDEX)) & in_index) if dim is not None else embedded
+        if (bad := np.flatnonzero(embedded & ~allowed)).size:
             raise DocumentStoreError(
                 f"{path}: corrupted, row {rows[bad[0]]} holds an embedding of another size than {dim}"
             )
@@ -195,7 +197,7 @@ class SavedDocumentTable(SQLiteDocumentTable):
     def embedding_lists(self, rows: Iterable[int]) -> dict[int, list[float]]:
         """The stored embeddings of those ``rows`` that have one, as lists of floats."""
         blobs = self._blobs(self.with_embedding(list(rows)))
-        return {row: np.frombuffer(blob, dtype="<f4").tolist() for row, blob in blobs.items()}
+        return {row: vector.tolist() for row, vector in self._vectors_of(blobs).items()}
 
     def _blobs(self, rows: Sequence[int] | np.ndarray) -> dict[int, bytes]:
         with self._lock:
@@ -224,6 +226,11 @@ class SavedDocumentTable(SQLiteDocumentTable):
             query = f"SELECT row, document FROM documents WHERE row IN ({_marks(chunk)})"
             read.update((row, decoded(text)) for row, text in self._fetch(query, chunk))
         return read
+
+    def rows_after(self, after: int, limit: int) -> list[int]:
+        """Up to LIMIT stored rows above AFTER, ascending: one page of a walk, read under the lock."""
+        query = "SELECT row FROM documents WHERE row > ? ORDER BY row LIMIT ?"
+        return [row for (row,) in self._fetch(query, [after, limit])]
 
     def _all(self) -> Iterator[tuple[int, Document]]:
         """Every row and its decoded Document, in row order, read ``PAGE`` rows at a time (none of them kept)."""

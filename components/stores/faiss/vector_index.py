@@ -54,6 +54,12 @@ def build_faiss_index(dim: int, metric: str, factory: str, search_params: dict[s
     return index
 
 
+def keeps_exact_vectors(factory: str, metric: str) -> bool:
+    """Whether an index of FACTORY under METRIC holds each vector exactly as written, by row, so that the document
+    table need not (``IN_INDEX``): a Flat index, not normalised for cosine."""
+    return factory.strip() == "Flat" and metric != "cosine"
+
+
 def exact_search(
     queries: np.ndarray, k: int, rows: np.ndarray, vectors: np.ndarray, metric: str
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -213,6 +219,16 @@ class FAISSVectorIndex:
                 self._use_gpu = False
                 return self._index
         return self._gpu_index
+
+    def rows(self) -> np.ndarray:
+        """The rows the index holds a vector of (tombstoned ones included), ascending, as int64."""
+        if isinstance(self._index, faiss.IndexIDMap2):
+            return np.sort(faiss.vector_to_array(self._index.id_map))
+        return np.sort(_ivf_ids(self._ivf)) if self._ivf is not None else np.empty(0, np.int64)
+
+    def reconstruct(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors stored under ROWS (int64, each in the index), as a float32 (len(rows), dim) matrix."""
+        return self._index.reconstruct_batch(np.ascontiguousarray(rows, dtype=np.int64))
 
     def write(self, directory: Path) -> None:
         """Write the index and its tombstones into ``directory``.

@@ -4,7 +4,8 @@ Every client call goes through ``_call``. A connection closed by the server whil
 retried once; a collection found released (a restarted server loads nothing) is loaded and the call made once
 more. Anything else becomes one line naming the collection and URI: the connection lost
 (``MilvusConnectionError``), the collection dropped (``MilvusCollectionError``), or what Milvus said.
-``_stored`` reads rows by id in chunks; ``_matching`` reads the documents a Haystack filter selects.
+``_stored`` reads rows by id in chunks; ``_matching`` reads the documents a Haystack filter selects (``_matching_pages``
+a page at a time).
 """
 
 import contextlib
@@ -14,6 +15,7 @@ from typing import Any
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from pymilvus import MilvusClient
+from pymilvus.client.constants import MAX_BATCH_SIZE
 from pymilvus.exceptions import MilvusException
 
 from components.stores.milvus.collection import ensure_loaded, is_missing, is_released, missing, where
@@ -107,26 +109,35 @@ class MilvusCalls:
 
         The caller has checked that the collection exists.
         """
+        return [document for page in self._matching_pages(where, vectors, QUERY_BATCH) for document in page]
+
+    def _matching_pages(self, where: MilvusFilter, vectors: bool, page_size: int) -> Iterator[list[Document]]:
+        """``_matching``'s documents a page at a time through Milvus's query iterator (``page_size`` rows read
+        per page, at most the 16,384 Milvus allows; the matcher may keep fewer)."""
         if where.expression is None:
-            return []
+            return
         fields = (
             stored_fields(self.settings, self._flagged) if vectors or where.vectors else output_fields(self.settings)
         )
         iterator = self._call(
             "query_iterator",
             self.settings.collection_name,
-            batch_size=QUERY_BATCH,
+            batch_size=min(page_size, MAX_BATCH_SIZE),
             filter=where.expression,
             output_fields=fields,
             timeout=self.settings.timeout,
         )
-        documents: list[Document] = []
         try:
-            while batch := iterator.next():
+            while batch := self._next_batch(iterator):
                 found = (to_document(entity, self.settings) for entity in batch)
-                documents.extend(document for document in found if where.keeps(document))
-        except MilvusException as error:
-            raise self._failure("query_iterator", error) from error
+                yield [document for document in found if where.keeps(document)]
         finally:
             iterator.close()
-        return documents
+
+    def _next_batch(self, iterator: Any) -> list[dict[str, Any]]:
+        """The query iterator's next rows, a failure as one line naming the collection."""
+        try:
+            batch: list[dict[str, Any]] = iterator.next()
+        except MilvusException as error:
+            raise self._failure("query_iterator", error) from error
+        return batch

@@ -23,6 +23,7 @@ where it is handled):
 
 import copy
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from haystack import Document, default_from_dict, default_to_dict, logging
@@ -33,6 +34,7 @@ from pymilvus import MilvusClient
 
 from components.stores.async_twins import DocumentStoreAsyncTwins
 from components.stores.document_checks import check_document_list
+from components.stores.document_pages import DocumentPages
 from components.stores.metadata_queries import MetadataQueries
 from components.stores.milvus.collection import (
     MilvusCollectionError,
@@ -66,6 +68,7 @@ class MilvusDocumentStore(
     MilvusFilterOperations,
     DocumentStoreAsyncTwins,
     MetadataQueries,
+    DocumentPages,
 ):
     """
     A Haystack DocumentStore in one Milvus collection: dense vectors, text with Milvus's BM25, and metadata.
@@ -213,6 +216,14 @@ class MilvusDocumentStore(
         with self._lock:
             where, exists = self._selected(filters)
             return self._matching(where, vectors=True) if exists else []
+
+    def _document_pages(self, filters: dict[str, Any] | None, page_size: int) -> Iterator[list[Document]]:
+        """Pages of the documents matching ``filters``, with their embeddings (``DocumentPages``), through Milvus's
+        query iterator: the lock is held to translate the filter, not while pages are read."""
+        with self._lock:
+            where, exists = self._selected(filters)
+        if exists:
+            yield from self._matching_pages(where, vectors=True, page_size=page_size)
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """
