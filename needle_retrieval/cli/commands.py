@@ -6,10 +6,11 @@
                  [--ef-search N] [--nlist N] [--nprobe N] [--pq-m M]]
                 [--batch-size N] [--threads N]
     needle search DIR QUERY... [--top-k K] [--min-score X] [--mode dense|bm25|hybrid|rrf] [--fusion FILE|default]
-                [--json] [--batch-size N] [--threads N]
+                [--query-instruction TEXT] [--json] [--batch-size N] [--threads N]
     needle search DIR --queries FILE [--output RUN.trec|RUN.jsonl] [--run-tag T] [--top-k K] [--min-score X] [--json]
     needle index --config parameter.yaml [--out DIR] [--batch-size N] [--threads N]
-    (needle_retrieval.ultrarag.config) needle search --config parameter.yaml QUERY... [--top-k K] [--mode M] [--json]
+    (needle_retrieval.ultrarag.config) needle search --config parameter.yaml QUERY... [--top-k K] [--mode M]
+                [--query-instruction TEXT] [--json]
     needle eval DATASET_DIR [--mode dense|bm25|hybrid|rrf | --pipeline FILE.yaml] [--store faiss|milvus] [--split test]
                 [--json FILE] [--plot FILE.png] [--run-file FILE] [--compare A.json B.json ...]
                 [--fusion FILE|default] [--latency-queries N]
@@ -36,10 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.checks import check_queries
 from needle_retrieval.cli.options import EXIT_USAGE, limit_threads, quiet_lite_logging
 from needle_retrieval.cli.parser import parser
-from needle_retrieval.defaults import DEFAULT_TOP_K, QUERY_BATCH, RUN_DEPTH
+from needle_retrieval.defaults import QUERY_BATCH
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import check_corpus, check_readable
 
@@ -120,54 +120,41 @@ def index_with_config(args: argparse.Namespace) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> None:
-    """Answer queries from an index directory; text for people, --json for scripts. Queries and the index path are
-    checked before the search modules are imported, and transformers is imported only for a mode with a model.
+    """Answer queries from an index directory; text for people, --json for scripts. The inputs are decided once
+    (``needle_retrieval.search.inputs``: queries, index path, ``top_k``, the instruction) before the search modules
+    are imported, and transformers is imported only for a mode with a model.
 
-    With --config, the file names the index, its mode, top_k (unless --top-k) and the query instruction: the
-    file's `query_instruction` replaces the one the index recorded (an empty one keeps the recorded one, as an
-    UltraRAG request's empty instruction does on `needle serve`'s /search)."""
-    index_dir, top_k, instruction, config = args.index_dir, args.top_k or DEFAULT_TOP_K, None, None
-    from needle_retrieval.search.runs import batch_run, search_in_batches
+    With --config, the file names the index, its mode, top_k (unless --top-k) and the query instruction (unless
+    --query-instruction): the file's `query_instruction` replaces the one the index recorded, and an empty one keeps
+    the recorded one, as an UltraRAG request's empty instruction does on `needle serve`'s /search."""
+    from needle_retrieval.search.inputs import search_inputs
 
-    batch = batch_run(args)  # --queries FILE: read and checked before anything heavy loads
-    if args.config is not None:  # the file names the index; the first positional is a query
-        from needle_retrieval.ultrarag.config import load_config, search_target
-
-        config = load_config(Path(args.config))
-        index_dir, file_mode = search_target(config)
-        args.queries, top_k = [args.index_dir, *args.queries], args.top_k or config.top_k
-        args.mode = args.mode or file_mode
-        instruction = config.spec.settings.get("query_instruction") or None
-    if batch is not None:
-        top_k = args.top_k or RUN_DEPTH
-    elif not args.queries:
-        raise NeedleError("the following arguments are required: QUERY (or --queries FILE)")
-    else:
-        check_queries(args.queries, "QUERY")  # before loading anything: one rule for every mode
-    check_readable(Path(index_dir))
+    given = search_inputs(args)
+    check_readable(given.index_dir)
     limit_threads(args.threads)
-    if args.mode != "bm25":
+    if given.mode != "bm25":
         quiet_model_loading()
     from needle_retrieval.search.hits import as_hits
+    from needle_retrieval.search.runs import search_in_batches
     from needle_retrieval.search.searcher import Searcher
 
     searcher = Searcher(
-        Path(index_dir), args.mode, top_k, model=args.model, fusion=args.fusion, query_instruction=instruction,
-        bm25_threads=args.threads, trust=trust_of(args, config), nprobe=args.nprobe, ef_search=args.ef_search,
-        min_score=args.min_score,
+        given.index_dir, given.mode, given.top_k, model=args.model, fusion=args.fusion,
+        query_instruction=given.instruction, bm25_threads=args.threads, trust=trust_of(args, given.config),
+        nprobe=args.nprobe, ef_search=args.ef_search, min_score=args.min_score,
     )  # fmt: skip
     size = args.batch_size or QUERY_BATCH
     try:
-        if batch is not None:
-            batch.write(searcher, size)
+        if given.batch is not None:
+            given.batch.write(searcher, size)
             return
-        results = list(search_in_batches(searcher, args.queries, size))
+        results = list(search_in_batches(searcher, given.queries, size))
     finally:
         searcher.close()
     if args.json:
         print(json.dumps([as_hits(docs) for docs in results], ensure_ascii=False))
         return
-    for query, docs in zip(args.queries, results, strict=True):
+    for query, docs in zip(given.queries, results, strict=True):
         print(f"\n{query}  [{searcher.mode}]")
         for rank, doc in enumerate(docs, 1):
             snippet = " ".join((doc.content or "").split())[:110]

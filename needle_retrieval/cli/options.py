@@ -13,7 +13,7 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-from components.checks import MAX_QUERIES, MAX_TOP_K, parse_decimal, shown
+from components.checks import MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K, check_unicode, parse_decimal, shown
 from needle_retrieval.defaults import DISTRIBUTION
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import check_chunk_size
@@ -70,6 +70,20 @@ MAX_EMBED_BATCH = 65_536  # texts (images) per encode batch: the image embedder'
 # pipeline run, at most what one run takes: components.checks.MAX_QUERIES).
 embed_batch_number = int_in(1, MAX_EMBED_BATCH)
 query_batch_number = int_in(1, MAX_QUERIES)
+
+
+def instruction_text(text: str) -> str:
+    """argparse type of --query-instruction: any text up to a query's size, valid Unicode; ``""`` is kept (it means
+    no instruction, ``needle_retrieval.pipelines.feed``)."""
+    if len(text) > MAX_QUERY_CHARS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_QUERY_CHARS:,} characters, got {len(text):,}")
+    try:
+        check_unicode(text, "the instruction")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 MAX_THREADS = 1024
 thread_number = int_in(1, MAX_THREADS)  # argparse type of --threads
 # What OpenMP (torch's and FAISS's, and FAISS's OpenBLAS), MKL and OpenBLAS read once, when they load.

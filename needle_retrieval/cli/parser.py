@@ -18,6 +18,7 @@ from needle_retrieval.cli.options import (
     chunk_size_number,
     embed_batch_number,
     fusion_option,
+    instruction_text,
     needle_version,
     port_number,
     query_batch_number,
@@ -179,6 +180,14 @@ def parser() -> argparse.ArgumentParser:
         "Haystack's reciprocal rank fusion of the same two lists (on a Milvus index: Milvus's own RRF)",
     )
     se.add_argument("--model", help="query model; must be the one the index was built with")
+    se.add_argument(
+        "--query-instruction",
+        type=instruction_text,
+        metavar="TEXT",
+        help="put TEXT in front of every query for the query embedder, in place of the instruction the index "
+        'recorded (never on top of it); "" for none; default: the index\'s own, or query_instruction of --config '
+        "when it is not empty; BM25 ignores it",
+    )
     se.add_argument("--json", action="store_true", help='print one list per query of {"id", "score", "content"}')
     add_fusion_flag(se, "search")
     add_run_flags(se)

@@ -8,6 +8,7 @@ setting (``needle_retrieval.pipelines.fusion``): a saved generation the index's 
 wrote one, else the defaults), a pipeline built in memory that one or the setting its caller names (``--fusion``).
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,12 @@ from needle_retrieval.pipelines.embedders import set_query_embedder
 from needle_retrieval.pipelines.feed import SearchPlan
 from needle_retrieval.pipelines.fusion import FusionSetting, apply_fusion, index_fusion
 
+# The document store classes of the search templates, by the qualified names their `type` fields hold (named, not
+# imported: Milvus's imports pymilvus, which a FAISS search never loads).
+FAISS_STORE = "components.stores.faiss.document_store.FAISSDocumentStore"
+BM25_STORE = "components.stores.bm25.document_store.BM25DocumentStore"
+MILVUS_STORE = "components.stores.milvus.document_store.MilvusDocumentStore"
+
 
 def search_pipeline(base: Path, manifest: IndexManifest, name: str) -> dict[str, Any]:
     """Fill pipelines/<name>_search.yaml with the paths of the manifest's generation under BASE and its model.
@@ -31,26 +38,29 @@ def search_pipeline(base: Path, manifest: IndexManifest, name: str) -> dict[str,
     time (``SearchPlan.feed``).
     """
     data = pf.load_template(f"{name}_search")
-    names = list(data["components"])
     root = base / manifest.generation
-    if "embedder" in names:
-        set_query_embedder(data, manifest.model, manifest.embedder)
-    for component in names:
-        params = data["components"][component]["init_parameters"]
-        store = params.get("document_store")
-        if store is not None and "Milvus" in store["type"]:
-            _set_milvus_store(data, component, manifest, root)
-        elif store is not None:
-            sub = "dense" if "FAISS" in store["type"] else "bm25"
-            pf.set_init_param(data, f"{component}.document_store.path", str(root / sub))
-            if sub == "dense":
-                set_index_type(data, component, DenseIndexType.from_recorded(manifest.dense_index))
-                apply_store_settings(data, component, manifest.store_settings)
-            if sub == "bm25":
-                shared = str(root / "dense") if "dense" in manifest.modes else None
-                pf.set_init_param(data, f"{component}.document_store.document_store_path", shared)
+    if "embedder" in data["components"]:
+        set_query_embedder(data, manifest.model, manifest.embedder, batch=name.endswith("_batch"))
+    for component, spec in data["components"].items():
+        store = spec["init_parameters"].get("document_store")
+        if store is not None:
+            STORE_FILLERS[store["type"]](data, component, manifest, root)
     set_default_top_k(data)
     return data
+
+
+def _set_faiss_store(data: dict[str, Any], component: str, manifest: IndexManifest, root: Path) -> None:
+    """Point a FAISS store at the generation's dense part, with the index type and store settings it recorded."""
+    pf.set_init_param(data, f"{component}.document_store.path", str(root / "dense"))
+    set_index_type(data, component, DenseIndexType.from_recorded(manifest.dense_index))
+    apply_store_settings(data, component, manifest.store_settings)
+
+
+def _set_bm25_store(data: dict[str, Any], component: str, manifest: IndexManifest, root: Path) -> None:
+    """Point a BM25 store at the generation's bm25 part, sharing the dense part's document table when it has one."""
+    pf.set_init_param(data, f"{component}.document_store.path", str(root / "bm25"))
+    shared = str(root / "dense") if "dense" in manifest.modes else None
+    pf.set_init_param(data, f"{component}.document_store.document_store_path", shared)
 
 
 def set_default_top_k(data: dict[str, Any]) -> None:
@@ -63,12 +73,21 @@ def set_default_top_k(data: dict[str, Any]) -> None:
 
 def _set_milvus_store(data: dict[str, Any], component: str, manifest: IndexManifest, root: Path) -> None:
     """Point a Milvus store at the generation's collection (its Lite database under ROOT, or the server)."""
-
     place = MilvusPlace(str(manifest.uri), str(manifest.collection))  # both strings: IndexManifest.check
     params = store_params(place.uri_under(root), place.collection, "bm25" in manifest.modes, manifest.bm25_lang)
     for key, value in params.items():
         pf.set_init_param(data, f"{component}.document_store.{key}", value)
     apply_store_settings(data, component, manifest.store_settings)
+
+
+StoreFiller = Callable[[dict[str, Any], str, IndexManifest, Path], None]
+# How a template's document store is pointed at a generation, by the store's class (its serialized `type`, the
+# qualified name Haystack writes): a store class without an entry is a KeyError naming it, never a guess.
+STORE_FILLERS: dict[str, StoreFiller] = {
+    FAISS_STORE: _set_faiss_store,
+    BM25_STORE: _set_bm25_store,
+    MILVUS_STORE: _set_milvus_store,
+}
 
 
 def fill_search_pipeline(
@@ -140,7 +159,7 @@ def set_search_time(data: dict[str, Any], manifest: IndexManifest, nprobe: int |
     index_type = recorded.with_search(nprobe=nprobe, ef_search=ef_search)
     for component, spec in data["components"].items():
         store = spec["init_parameters"].get("document_store")
-        if store is not None and "FAISS" in store["type"]:
+        if store is not None and store["type"] == FAISS_STORE:
             set_index_type(data, component, index_type)
 
 

@@ -54,10 +54,10 @@ def set_document_embedder(
     data["components"]["embedder"] = spec.document_embedder(embedding_path, overwrite)
 
 
-def set_query_embedder(data: dict[str, Any], model: str | None, recorded: Recorded) -> None:
+def set_query_embedder(data: dict[str, Any], model: str | None, recorded: Recorded, batch: bool) -> None:
     """Point a search template's ``embedder`` at MODEL (or the RECORDED backend's query embedder).
 
-    A batch template (its embedder takes ``texts``) gets the backend's batch query embedder, which names no
+    A batch template (BATCH: its embedder takes ``texts``) gets the backend's batch query embedder, which names no
     program to run (``EmbedderSpec.query_embedder``): the pipeline may be kept in an index. RECORDED is a manifest's
     (checked by ``IndexManifest.check``, which refuses one naming a program) or this build's own.
     """
@@ -65,5 +65,4 @@ def set_query_embedder(data: dict[str, Any], model: str | None, recorded: Record
     if spec is None:
         pf.set_init_param(data, "embedder.model", model)
         return
-    batch = "Batch" in data["components"]["embedder"]["type"]
     data["components"]["embedder"] = spec.query_embedder(batch=batch)

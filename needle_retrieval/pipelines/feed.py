@@ -11,13 +11,33 @@ run input by one rule, and every entry point feeds through it (``needle_retrieva
   fusion always has at least its own number of candidates. None leaves every component its own (the file's).
 - An instruction goes to the run input ``query_instruction`` of the query embedders (the targets whose init
   parameters hold one): it replaces the instruction in their init parameters, the one the index recorded, and never
-  stacks on it; ``""`` means none. None leaves the recorded one.
+  stacks on it. Modes without a query embedder (bm25) ignore it.
+
+One rule for the instruction, at every entry point of needle's own (`needle search --query-instruction`,
+``Searcher(query_instruction=)``, the ``query_instruction`` of ``POST /<mode>_search/run`` and of the Hayhooks
+wrappers, the ``needle_<mode>_search`` MCP tools, ``QueryPipeline.run``): absent (None) means the instruction the
+index recorded, ``""`` means explicitly none. A flag or field that can be left out says "the index's" by being left
+out, so ``""`` is free to mean what it says.
+
+UltraRAG's face is the one exception, read by ``ultrarag_instruction``: its ``query_instruction`` (``POST /search``,
+the ``retriever_*`` MCP tools, a parameter file's key for `needle search --config`) is a string whose default is
+``""``, so a client cannot leave it out and sends ``""`` whenever its own file names no instruction. There ``""``
+is "not given" and keeps the index's recorded one, which is the instruction the index was built for (from the same
+kind of file) and what those clients have always got from needle.
 """
 
 from dataclasses import dataclass
 from typing import Any
 
 INSTRUCTION = "query_instruction"  # the query embedders' init parameter and run input
+# What needle's own instruction field and flag do (POST /<mode>_search/run, the Hayhooks wrappers, --query-instruction)
+INSTRUCTION_FIELD_HELP = 'put in front of the query by the query embedder, replacing the index\'s own; "" for none'
+
+
+def ultrarag_instruction(value: str) -> str | None:
+    """An UltraRAG ``query_instruction`` by the feed's rule: ``""``, UltraRAG's default, is "not given" (None: the
+    index's recorded instruction); any other text replaces the recorded one."""
+    return value or None
 
 
 @dataclass(frozen=True)

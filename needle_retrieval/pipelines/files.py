@@ -14,7 +14,6 @@ import yaml
 from haystack import Document, Pipeline
 
 import components  # noqa: F401  (allowlists our modules for deserialization)
-from needle_retrieval.pipelines.direct_run import DirectRun
 from needle_retrieval.pipelines.feed import SearchPlan
 from needle_retrieval.pipelines.runner import SearchRunner
 from needle_retrieval.pipelines.shipped import read
@@ -102,11 +101,6 @@ class QueryPipeline:
             self.pipeline.warm_up()
         self.runner = SearchRunner(self.pipeline, SearchPlan.of(data, input_name), warm=warm_up)
         self.batched = self.runner.plan.batch
-
-    @property
-    def direct(self) -> DirectRun | None:
-        """The stage-by-stage plan, or None where the pipeline keeps ``Pipeline.run``."""
-        return self.runner.direct
 
     @overload
     def run(self, query: str, top_k: int | None = None, instruction: str | None = None) -> list[Document]: ...

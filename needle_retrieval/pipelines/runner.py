@@ -64,12 +64,21 @@ class SearchRunner:
         documents: list[Document] | list[list[Document]] = outputs[self.plan.answering][self.plan.answer_socket]
         return documents
 
-    def _outputs(self, query: str | list[str], top_k: int | None, instruction: str | None) -> Outputs:
+    def every_output(
+        self, query: str | list[str], instruction: str | None = None, also: frozenset[str] = frozenset()
+    ) -> Outputs:
+        """A run's outputs with at least all of the answering component's and of the components named in ALSO (an
+        opening's probe reads the query embedder's, ``needle_retrieval.search.opening``)."""
+        return self._outputs(query, None, instruction, also)
+
+    def _outputs(
+        self, query: str | list[str], top_k: int | None, instruction: str | None, also: frozenset[str] = frozenset()
+    ) -> Outputs:
         """Run the fed pipeline: every component's outputs on the direct path, ``Pipeline.run``'s answer (the
-        answering component's outputs included) otherwise."""
+        answering component's outputs and ALSO's included) otherwise."""
         feed = self.plan.feed(query, top_k, instruction)
         if self.direct is None:
-            result: Outputs = self.pipeline.run(feed, include_outputs_from={self.plan.answering})
+            result: Outputs = self.pipeline.run(feed, include_outputs_from={self.plan.answering, *also})
             return result
         if not self.warm:
             self.pipeline.warm_up()

@@ -1,10 +1,12 @@
 """The HTTP app of `needle serve`: query endpoints only, bounded input, and a 4xx with a message for bad input.
 
-Routes: ``POST /<name>/run`` (``{"query": ..., "top_k"?: ...}`` -> ``{"result": ...}``, as Hayhooks answers YAML
-pipelines), MCP (streamable HTTP) at ``/mcp`` with UltraRAG's tools and needle's (``needle_retrieval.serve.mcp``),
-UltraRAG's ``POST /search`` (``needle_retrieval.serve.ultrarag``), TEI's ``POST /rerank``, ``GET /info`` and ``GET
-/health`` and the Cohere-style ``POST /v1/rerank`` with ``--reranker`` (``needle_retrieval.serve.rerank``), Hayhooks'
-``GET /status`` and ``GET /status/{name}``, and FastAPI's ``/openapi.json`` and ``/docs``.
+Routes: ``POST /<name>/run`` (``{"query": ..., "top_k"?: ..., "query_instruction"?: ...}`` -> ``{"result": ...}``, as
+Hayhooks answers YAML pipelines; an instruction replaces the index's, ``""`` for none, by the rule of
+``needle_retrieval.pipelines.feed``), MCP (streamable HTTP) at ``/mcp`` with UltraRAG's tools and needle's
+(``needle_retrieval.serve.mcp``), UltraRAG's ``POST /search`` (``needle_retrieval.serve.ultrarag``), TEI's ``POST
+/rerank``, ``GET /info`` and ``GET /health`` and the Cohere-style ``POST /v1/rerank`` with ``--reranker``
+(``needle_retrieval.serve.rerank``), Hayhooks' ``GET /status`` and ``GET /status/{name}``, and FastAPI's
+``/openapi.json`` and ``/docs``.
 There is no deploy, undeploy, file, chat or drawing route, and no CORS header unless origins are given.
 
 Searches run in a bounded thread pool off the event loop (``needle_retrieval.serve.run``), and at start-up everything
@@ -40,7 +42,13 @@ from needle_retrieval.serve.answers import BODY_ERRORS, error_responses
 from needle_retrieval.serve.mcp import http_routes, with_mcp_lifespan
 from needle_retrieval.serve.pipelines import ServedPipelines
 from needle_retrieval.serve.rerank import RerankService, rerank_route
-from needle_retrieval.serve.run import INTERNAL_ERROR, SearchRequest, check_request_query, run_search
+from needle_retrieval.serve.run import (
+    INTERNAL_ERROR,
+    SearchRequest,
+    check_request_instruction,
+    check_request_query,
+    run_search,
+)
 from needle_retrieval.serve.ultrarag import UltraRAGSearch, ultrarag_route
 
 # Room for the longest legal query in UTF-8 (at most 4 bytes a character) plus the JSON around it.
@@ -66,7 +74,9 @@ def run_route(app: FastAPI, name: str, runner: SearchRunner) -> None:
 
     async def run(request: SearchRequest) -> SearchResponse:
         check_request_query(request.query)
-        return SearchResponse(result=await run_search(name, runner, request.query, request.top_k))
+        check_request_instruction(request.query_instruction)
+        found = await run_search(name, runner, request.query, request.top_k, request.query_instruction)
+        return SearchResponse(result=found)
 
     app.add_api_route(
         f"/{name}/run",

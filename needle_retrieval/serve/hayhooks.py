@@ -20,12 +20,13 @@ parameters are whoever wrote it's choice, so it is not what runs), refuses what 
 shares one store object per index part with the other wrappers of the process (the index is opened once, as
 `needle serve` does), warms up and answers a probe query at start-up. Any failure ends `hayhooks run` with exit
 status 1 and one line naming the pipeline and the cause, rather than a server missing a pipeline.
-``POST /<mode>_search/run`` takes ``{"query": ..., "top_k"?: ...}`` and answers
+``POST /<mode>_search/run`` takes ``{"query": ..., "top_k"?: ..., "query_instruction"?: ...}`` and answers
 Hayhooks' ``{"result": {component: {"documents": [...]}}}``, fed and run as `needle serve` runs its pipelines
 (``needle_retrieval.pipelines.feed``, ``needle_retrieval.pipelines.runner``): ``top_k`` (1 to 10,000) goes to the
-answering component and the candidate generators before it keep at least their own count, the query embedder keeps the
-instruction the index recorded; a blank, empty or invalid-Unicode query or a bad ``top_k`` is a 422 with a message, a
-query over 1 MiB characters a 413.
+answering component and the candidate generators before it keep at least their own count, and the query embedder
+puts ``query_instruction`` in front of the query in place of the index's own (``""``: none; left out: the index's, by
+the rule of ``needle_retrieval.pipelines.feed``); a blank, empty or invalid-Unicode query or instruction, or a bad
+``top_k``, is a 422 with a message, a query or instruction over 1 MiB characters a 413.
 """
 
 import os
@@ -40,18 +41,16 @@ from haystack import Pipeline
 from pydantic import Field
 
 from components.checks import MAX_TOP_K
-from needle_retrieval.defaults import HAYHOOKS_DIR, MODES
+from needle_retrieval.defaults import HAYHOOKS_DIR
 from needle_retrieval.errors import one_line
 from needle_retrieval.index.manifest import IndexManifest
-from needle_retrieval.index.templates import fill_search_pipeline
-from needle_retrieval.pipelines import files as pf
-from needle_retrieval.pipelines.feed import SearchPlan
-from needle_retrieval.search.searcher import check_mode
-from needle_retrieval.serve.pipelines import probed_runner, root_cause
-from needle_retrieval.serve.run import check_request_query, run_search
+from needle_retrieval.search.opening import open_search
+from needle_retrieval.serve.pipelines import root_cause
+from needle_retrieval.serve.run import check_request_instruction, check_request_query, run_search
 
 Query = Annotated[str, Field(strict=True)]
 TopK = Annotated[int | None, Field(strict=True, ge=1, le=MAX_TOP_K)]
+Instruction = Annotated[str | None, Field(strict=True)]
 _STORES: dict[str, Any] = {}  # one store per index part for every wrapper of the process (share_stores)
 _SETUP = threading.Lock()  # Hayhooks sets pipelines up in a thread pool; the shared stores open one at a time
 
@@ -94,24 +93,27 @@ class SearchPipelineWrapper(BasePipelineWrapper):  # type: ignore[misc]  # hayho
         manifest = IndexManifest.of_generation(generation)
         self.name = Path(self.pipeline_file).stem
         mode = self.name.removesuffix("_search")
-        if mode not in MODES:
-            raise ValueError(f"not a search pipeline of needle's (modes: {', '.join(MODES)})")
-        check_mode(manifest, mode, generation.parent)
-        data = fill_search_pipeline(generation.parent, manifest, manifest.template(mode))
-        pipeline = pf.build(data)
         with _SETUP:
-            self.runner = probed_runner(pipeline, SearchPlan.of(data), _STORES)
-        self.pipeline: Pipeline = pipeline
+            opened = open_search(
+                generation.parent, mode, batch=False, manifest=manifest, stores=_STORES, wrap_errors=True
+            )
+        self.runner = opened.runner
+        self.pipeline: Pipeline = opened.pipeline
 
-    async def run_api_async(self, query: Query, top_k: TopK = None) -> dict[str, Any]:
+    async def run_api_async(
+        self, query: Query, top_k: TopK = None, query_instruction: Instruction = None
+    ) -> dict[str, Any]:
         """
         Search the index: the best documents for the query, best first.
 
         :param query: The query: 1 to 1,048,576 characters, not all blank.
         :param top_k: How many documents to return, 1 to 10,000 (default: the pipeline's own).
+        :param query_instruction: Put in front of the query by the query embedder, in place of the index's own;
+            "" for none (default: the index's own). BM25 ignores it.
         """
         check_request_query(query)
-        return await run_search(self.name, self.runner, query, top_k)
+        check_request_instruction(query_instruction)
+        return await run_search(self.name, self.runner, query, top_k, query_instruction)
 
 
 def stop_hayhooks(reason: str) -> NoReturn:

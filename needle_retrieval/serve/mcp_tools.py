@@ -6,7 +6,7 @@ UltraRAG's retriever *is* an MCP server; these are its query tools, with its par
   ...], ...]}``, what ``POST /search`` answers (``needle_retrieval.serve.ultrarag``: the index's dense part, as
   UltraRAG's retriever is dense, unless the server names another mode; its rules for ``collection_name``): both run
   the same batch pipeline through the same feed and runner, and an instruction replaces the index's own as there
-  (``""`` keeps it);
+  (``""``, UltraRAG's default, keeps it: ``needle_retrieval.pipelines.feed.ultrarag_instruction``);
 * ``retriever_batch_search(batch_query_list, ...)`` -> ``{"ret_psg_ls": [[[passage, ...], ...], ...]}``;
 * ``retriever_project_memory_search(query_list, top_k=5, query_instruction="", current_user_id="")`` ->
   ``{"project_memory_content": [[passage, ...], ...]}``: ``retriever_search`` in collection ``user_<id>``
@@ -19,8 +19,10 @@ Each list has ``top_k`` passages whenever the index holds that many documents, a
 index into them): a list the search left short is filled with the corpus's first documents that are not in it
 (``needle_retrieval.serve.corpus_head``). Passages are the ``contents`` text, as UltraRAG returns them.
 
-needle's own tools keep ids, scores and text: ``needle_<mode>_search(query, top_k?)`` -> ``{"documents": [{"id",
-"score", "content"}, ...]}`` (``needle search --json``'s shape), one per served pipeline, the hits only.
+needle's own tools keep ids, scores and text: ``needle_<mode>_search(query, top_k?, query_instruction?)`` ->
+``{"documents": [{"id", "score", "content"}, ...]}`` (``needle search --json``'s shape), one per served pipeline, the
+hits only; their instruction follows needle's rule (left out: the index's; ``""``: none), as ``POST
+/<mode>_search/run``.
 
 Arguments are taken as UltraRAG's FastMCP server takes them (``needle_retrieval.serve.mcp``): an unknown one and a
 string for a list (``query_list: "q"``) are refused, ``top_k: "5"`` is read as 5. Our limits stay: ``top_k`` from 1
@@ -219,18 +221,22 @@ def add_needle_tools(server: MCPServer, served: "ServedPipelines") -> None:
 
 def needle_tool(served: "ServedPipelines", name: str) -> Callable[..., Awaitable[Hits]]:
     """The tool function of one served pipeline: the REST route's checks and run, its hits as JSON."""
+    from needle_retrieval.pipelines.feed import INSTRUCTION_FIELD_HELP  # served pipelines exist: it is loaded
+
     runner = served.runners[name]
 
     async def search(
         query: Annotated[str, Field(description="the query: not blank, at most 1 MiB characters")],
         top_k: Annotated[int | None, Field(ge=1, le=MAX_TOP_K, description="hits (default: the index's)")] = None,
+        query_instruction: Annotated[str | None, Field(description=INSTRUCTION_FIELD_HELP)] = None,
     ) -> Hits:
         from needle_retrieval.search.hits import as_hits
-        from needle_retrieval.serve.run import check_request_query, run_search
+        from needle_retrieval.serve.run import check_request_instruction, check_request_query, run_search
 
         with http_errors():
             check_request_query(query)
-            result = await run_search(name, runner, query, top_k)
+            check_request_instruction(query_instruction)
+            result = await run_search(name, runner, query, top_k, query_instruction)
         documents = result[runner.plan.answering][runner.plan.answer_socket]
         return Hits(documents=[dict(hit) for hit in as_hits(documents)])
 

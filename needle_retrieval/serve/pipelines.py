@@ -1,16 +1,16 @@
 """The search pipelines `needle serve` deploys: built in memory from an index's manifest, fixed at start-up.
 
 Each servable mode becomes one Hayhooks ``YAMLPipelineWrapper`` in an ``ImmutablePipelineRegistry`` (Hayhooks'
-registry of durable mode, which has no deploy or undeploy path). The YAML comes from
-``fill_search_pipeline``'s in-memory dict, never from a file in the index directory, and nothing is saved
-anywhere. Every pipeline answers a probe query before the server starts, because the stores load lazily: a
-broken index part must stop the start-up, not the first user's query. Every pipeline carries one fusion setting
-(``needle_retrieval.pipelines.fusion``), chosen once at start-up: the index's own, or the one `needle serve --fusion`
-names. Each runs through its ``SearchRunner`` (``needle_retrieval.pipelines.runner``), the engine of every entry point;
-the probe too.
+registry of durable mode, which has no deploy or undeploy path). Each is opened by
+``needle_retrieval.search.opening.open_search``, the opening of every entry point, from the manifest read once at
+start-up (its checks: parts, document counts, dimension, and a probe query before the server starts, because the
+stores load lazily: a broken index part must stop the start-up, not the first user's query), on document stores
+shared by every pipeline of the server; the YAML is its in-memory dict, never a file in the index directory, and
+nothing is saved anywhere. Every pipeline carries one fusion setting (``needle_retrieval.pipelines.fusion``), chosen
+once at start-up: the index's own, or the one `needle serve --fusion` names. Each runs through its ``SearchRunner``
+(``needle_retrieval.pipelines.runner``), the engine of every entry point.
 """
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,19 +22,17 @@ from hayhooks.server.pipelines.registry import (
     PipelineRegistration,
 )
 from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper
-from haystack import Pipeline
 
 import components  # noqa: F401  (allowlists our component modules for Pipeline.loads)
 from needle_retrieval.defaults import MODES
 from needle_retrieval.errors import NeedleError, one_line
 from needle_retrieval.index.manifest import IndexManifest
-from needle_retrieval.index.templates import fill_search_pipeline
 from needle_retrieval.index.trust import Trust
 from needle_retrieval.pipelines.feed import SearchPlan
 from needle_retrieval.pipelines.fusion import FusionSetting, index_fusion
 from needle_retrieval.pipelines.runner import SearchRunner
+from needle_retrieval.search.opening import SearchKnobs, open_search
 
-PROBE_QUERY = "needle serve start-up probe"
 FUSED_MODES = ("hybrid", "rrf")  # modes that need both the dense and the BM25 part
 
 
@@ -58,21 +56,6 @@ class ServedPipelines:
         return {name: runner.plan for name, runner in self.runners.items()}
 
 
-def share_stores(pipeline: Pipeline, stores: dict[str, Any]) -> None:
-    """
-    Point each retriever of PIPELINE at the one store object of its store's configuration, so that the index
-    is opened once for all served pipelines (stores load lazily, so the later copies never open anything).
-
-    The stores serialise their settings only, so equal ``to_dict`` output means the same index part; their own
-    locks serialise the requests that share them.
-    """
-    for _, component in pipeline.walk():
-        store = getattr(component, "document_store", None)
-        if store is not None:
-            key = json.dumps(store.to_dict(), sort_keys=True, default=str)
-            component.document_store = stores.setdefault(key, store)  # type: ignore[attr-defined]
-
-
 def servable_modes(manifest: IndexManifest) -> list[str]:
     """The search modes this index has every part for, in MODES order."""
     parts = set(manifest.modes)
@@ -84,17 +67,6 @@ def root_cause(error: BaseException) -> BaseException:
     while error.__cause__ is not None:
         error = error.__cause__
     return error
-
-
-def probed_runner(pipeline: Pipeline, plan: SearchPlan, stores: dict[str, Any]) -> SearchRunner:
-    """The runner of PIPELINE on the shared STORES, warmed up and run once on a probe query (stores load lazily):
-    what every served pipeline of `needle serve` and `hayhooks run` is. Errors come as ``Pipeline.run`` raises them
-    (``SearchRunner``'s ``wrap_errors``), for the routes' HTTP mapping."""
-    share_stores(pipeline, stores)
-    pipeline.warm_up()
-    runner = SearchRunner(pipeline, plan, warm=True, wrap_errors=True)
-    runner.run([PROBE_QUERY] if plan.batch else PROBE_QUERY)
-    return runner
 
 
 def deploy(
@@ -109,15 +81,17 @@ def deploy(
     variables, ``needle_retrieval.index.trust``); any failure is a NeedleError naming it."""
     pipeline_name = f"{name}_search"
     try:
-        data = fill_search_pipeline(index_dir, manifest, manifest.template(name), fusion=fusion, trust=trust)
-        wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(data, sort_keys=False), description=pipeline_name)
-        wrapper.setup()
-        runner = probed_runner(wrapper.pipeline, SearchPlan.of(data), stores)
+        knobs = SearchKnobs(fusion, trust)
+        opened = open_search(
+            index_dir, name, batch=False, knobs=knobs, manifest=manifest, stores=stores, wrap_errors=True
+        )
+        wrapper = YAMLPipelineWrapper.from_yaml(yaml.safe_dump(opened.data, sort_keys=False), description=pipeline_name)
+        wrapper.pipeline = opened.pipeline  # what the status routes describe is what runs (setup builds no other)
     except Exception as error:
         cause = root_cause(error)
         raise NeedleError(f"pipeline {pipeline_name} failed to deploy from {index_dir}: {one_line(cause)}") from error
     metadata = {**create_pipeline_metadata(pipeline_name, wrapper), "description": pipeline_name}
-    return PipelineRegistration(pipeline_name, wrapper, metadata), runner
+    return PipelineRegistration(pipeline_name, wrapper, metadata), opened.runner
 
 
 def deploy_all(

@@ -29,9 +29,10 @@ from haystack import Document
 from haystack.errors import FilterError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, check_query
+from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, check_query, check_unicode
 from needle_retrieval.defaults import QUERY_BATCH
 from needle_retrieval.errors import one_line
+from needle_retrieval.pipelines.feed import INSTRUCTION_FIELD_HELP
 from needle_retrieval.pipelines.runner import Outputs, SearchRunner
 from needle_retrieval.serve.answers import QUERY_SCHEMA, TopK
 from needle_retrieval.serve.pipelines import root_cause
@@ -55,6 +56,7 @@ class SearchRequest(BaseModel):
         description=f"the query: 1 to {MAX_QUERY_CHARS:,} characters, not all blank", json_schema_extra=QUERY_SCHEMA
     )
     top_k: TopK | None = Field(default=None, description="hits to return (default: the index's)")
+    query_instruction: str | None = Field(default=None, description=INSTRUCTION_FIELD_HELP)
 
 
 def validation_message(error: ValidationError) -> str:
@@ -92,6 +94,19 @@ def check_request_query(query: str, name: str = "query") -> None:
         raise HTTPException(413, f"{name} is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}")
     try:
         check_query(query, name)
+    except ValueError as error:
+        raise HTTPException(422, one_line(error)) from error
+
+
+def check_request_instruction(instruction: str | None, name: str = "query_instruction") -> None:
+    """413 for an instruction over the query size limit, 422 for one that is not valid Unicode; None and ``""`` pass
+    (the index's instruction, and none: ``needle_retrieval.pipelines.feed``)."""
+    if instruction is None:
+        return
+    if len(instruction) > MAX_QUERY_CHARS:
+        raise HTTPException(413, f"{name} is {len(instruction):,} characters; the limit is {MAX_QUERY_CHARS:,}")
+    try:
+        check_unicode(instruction, name)
     except ValueError as error:
         raise HTTPException(422, one_line(error)) from error
 

@@ -22,8 +22,9 @@ answer are made in the search pool (``needle_retrieval.serve.run``), never on th
 ``query_instruction`` is what the query embedder puts in front of each query, as UltraRAG prefixes queries for
 instruction-tuned embedders (e.g. ``"Represent this sentence for searching relevant passages: "``): it replaces the
 instruction the index recorded (``needle index --config`` with a ``query_instruction``), never adds to it, and
-``""`` (UltraRAG's default, which its clients always send) keeps the recorded one. It is for the dense part only:
-BM25 and the hybrid's query-length weighting see each query as sent.
+``""`` (UltraRAG's default, which its clients send when their file names none) keeps the recorded one: UltraRAG's
+field cannot be left out, so ``""`` is its "not given" (``needle_retrieval.pipelines.feed.ultrarag_instruction``).
+It is for the dense part only: BM25 and the hybrid's query-length weighting see each query as sent.
 
 ``collection_name`` is ignored, whatever it says, when the index's dense part is FAISS or the index is BM25 only,
 as UltraRAG's FAISS backend ignores it (its shipped examples send ``wiki``). On a Milvus index it names the
@@ -46,13 +47,12 @@ from components.deploy_protocol import Passages, passages_json
 from needle_retrieval.defaults import DEFAULT_TOP_K, INSTRUCTION_HELP
 from needle_retrieval.errors import NeedleError, one_line
 from needle_retrieval.index.manifest import IndexManifest
-from needle_retrieval.index.templates import fill_search_pipeline
-from needle_retrieval.pipelines import files as pf
-from needle_retrieval.pipelines.feed import SearchPlan
+from needle_retrieval.pipelines.feed import ultrarag_instruction
 from needle_retrieval.pipelines.runner import SearchRunner
+from needle_retrieval.search.opening import SearchKnobs, open_search
 from needle_retrieval.serve.answers import BODY_ERRORS, QUERY_SCHEMA, error_responses
 from needle_retrieval.serve.corpus_head import CorpusHead
-from needle_retrieval.serve.pipelines import ServedPipelines, probed_runner, root_cause
+from needle_retrieval.serve.pipelines import ServedPipelines, root_cause
 from needle_retrieval.serve.run import check_batch_size, check_request_query, lane, off_loop, search_batch
 
 GENERATION_SUFFIX = re.compile(r"_gen\d{6}$")  # a server collection's generation: NAME_genNNNNNN behind alias NAME
@@ -106,9 +106,9 @@ class UltraRAGSearch:
 
     async def search(self, queries: list[str], top_k: int, instruction: str) -> list[list[Document]]:
         """Top-k documents per query, in query order, ``QUERY_BATCH`` queries per run (``search_batch``: a heavy batch
-        takes turns with the other requests), a short list filled from the corpus head; an empty INSTRUCTION keeps
-        the index's."""
-        hits = await search_batch(self.name, self.runner, queries, top_k, instruction or None)
+        takes turns with the other requests), a short list filled from the corpus head. INSTRUCTION is UltraRAG's
+        field, read by ``ultrarag_instruction``: ``""`` (its default) keeps the index's."""
+        hits = await search_batch(self.name, self.runner, queries, top_k, ultrarag_instruction(instruction))
         if self.head.short(hits, top_k):
             hits = await off_loop(lane(len(hits)), self.head.fill, hits, top_k)
         return hits
@@ -139,13 +139,15 @@ def deploy_ultrarag(served: ServedPipelines, mode: str | None = None) -> UltraRA
     mode = mode or served.ultrarag_mode or dense_first(manifest)
     name = f"{mode}_batch_search"
     try:
-        template = manifest.template(mode, batch=True)
-        data = fill_search_pipeline(served.index_dir, manifest, template, served.fusion, served.trust)
-        runner = probed_runner(pf.build(data), SearchPlan.of(data, "queries"), served.stores)
+        knobs = SearchKnobs(served.fusion, served.trust)
+        opened = open_search(
+            served.index_dir, mode, knobs=knobs, manifest=manifest, stores=served.stores, wrap_errors=True
+        )
     except Exception as error:
         cause = one_line(root_cause(error))
         where = f"pipeline {name} (UltraRAG /search)"
         raise NeedleError(f"{where} failed to deploy from {served.index_dir}: {cause}") from error
+    runner = opened.runner
     return UltraRAGSearch(name, runner, collection_names(served), CorpusHead.of(runner, manifest.documents))
 
 

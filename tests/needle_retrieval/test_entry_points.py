@@ -3,7 +3,7 @@
 The index is built by `needle index --config parameter.yaml` with UltraRAG's ``query_instruction``, so the index
 records it. Entry points: `needle search DIR` and `needle search --config FILE` (in-process), the Python
 ``Searcher``, `needle serve`'s ``POST /dense_search/run``, ``POST /search`` and the MCP tool ``retriever_search`` on
-its ``/mcp``, and `hayhooks run`'s ``POST /dense_search/run``. The routes without an instruction field search with
+its ``/mcp``, and `hayhooks run`'s ``POST /dense_search/run``. A request that gives no instruction searches with
 the recorded one; a request's (or the file's) instruction replaces it, never stacks on it: searching with the
 recorded instruction given again answers as the recorded one alone, and another instruction answers as that one
 alone. References embed the instruction as plain query text (instruction ``""``), so the bug of an instruction put

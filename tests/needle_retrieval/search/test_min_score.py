@@ -64,7 +64,7 @@ def test_min_score_goes_with_a_queries_run(index: Path, tmp_path: Path, capsys: 
 def test_without_min_score_the_hits_are_unchanged(index: Path, mode: str) -> None:
     """The default sets no threshold on the pipeline, and answers what a threshold below every score answers."""
     plain: Any = Searcher(index, mode, 10)
-    answering = plain.runner.runner.plan.answering
+    answering = plain.runner.plan.answering
     assert plain.pipeline.get_component(answering).score_threshold is None
     lowest: Any = Searcher(index, mode, 10, min_score=-1e300)
     assert lowest.pipeline.get_component(answering).score_threshold == -1e300

@@ -267,7 +267,7 @@ def test_a_pipeline_of_our_components_run_directly_answers_as_pipeline_run(
 ) -> None:
     data = fill_search_pipeline(index, IndexManifest.load(index), template)
     runner = pf.QueryPipeline(copy.deepcopy(data), template, socket, False)
-    assert runner.direct is not None  # the shortcut is taken, not Pipeline.run
+    assert runner.runner.direct is not None  # the shortcut is taken, not Pipeline.run
     feed = QUERIES if socket == "queries" else QUERIES[0]
     expected = pf.QueryPipeline(data, template, socket)
     expected.runner.direct = None
@@ -283,7 +283,7 @@ def test_a_pipeline_of_our_components_run_directly_answers_as_pipeline_run(
 
 def test_pipelines_that_need_haystacks_scheduler_keep_it(index: Path) -> None:
     rrf = pf.QueryPipeline(fill_search_pipeline(index, IndexManifest.load(index), "rrf"), "rrf")
-    assert rrf.direct is None  # Haystack's DocumentJoiner takes several senders on one socket
+    assert rrf.runner.direct is None  # Haystack's DocumentJoiner takes several senders on one socket
     assert len(rrf.run(QUERIES[0], 7)) == 7
     data = fill_search_pipeline(index, IndexManifest.load(index), "bm25")
     data["components"]["order"] = {
@@ -293,7 +293,7 @@ def test_pipelines_that_need_haystacks_scheduler_keep_it(index: Path) -> None:
     data["connections"] = [{"sender": "retriever.documents", "receiver": "order.documents"}]
     data["outputs"]["documents"] = "order.documents"
     ordered = pf.QueryPipeline(data, "bm25")
-    assert ordered.direct is None  # a component that is not one of ours may change its inputs
+    assert ordered.runner.direct is None  # a component that is not one of ours may change its inputs
     plain = pf.QueryPipeline(fill_search_pipeline(index, IndexManifest.load(index), "bm25"), "bm25")
     assert sorted(d.id for d in ordered.run(QUERIES[0], 7)) == sorted(d.id for d in plain.run(QUERIES[0], 7))
 
