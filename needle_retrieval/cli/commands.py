@@ -1,6 +1,6 @@
 """`needle`: build, search and evaluate retrieval indexes made of Haystack pipelines.
 
-    needle index CORPUS --out DIR [--model M] [--overwrite | --embeddings FILE.npy] [--bm25 [--lang en|zh]] [--no-dense]
+    needle index CORPUS --out DIR [--model M] [--overwrite | --embeddings FILE.npy] [--bm25 [--lang LANG]] [--no-dense]
                 [--store faiss|milvus [--uri http://HOST:PORT] [--collection NAME]] [--chunk-size N]
                 [--index-type flat|hnsw|sq8|hnsw-sq8|ivf-flat|ivf-sq8|ivf-pq [--hnsw-m M] [--ef-construction N]
                  [--ef-search N] [--nlist N] [--nprobe N] [--pq-m M]]
