@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
-from haystack.document_stores.errors import DocumentStoreError
 
 from needle_retrieval.defaults import MODES  # defined light, for the parser
 from needle_retrieval.errors import NeedleError
@@ -269,7 +268,7 @@ def open_search(
     live = IndexManifest.load(index_dir)
     try:
         return open_one(live)
-    except (NeedleError, DocumentStoreError, OSError):
+    except Exception:  # whatever a generation removed mid-open raised (SQLite, FAISS, a missing file)
         if live_name(index_dir) == live.generation:
             raise
     return open_one(IndexManifest.load(index_dir))  # replaced while it was being opened: the new one, once

@@ -31,7 +31,9 @@ from needle_retrieval.index.trust import Trust
 from needle_retrieval.pipelines.feed import SearchPlan
 from needle_retrieval.pipelines.fusion import FusionSetting, index_fusion
 from needle_retrieval.pipelines.runner import SearchRunner
+from needle_retrieval.search.opening import PROBE_QUERY as PROBE_QUERY  # kept where it was
 from needle_retrieval.search.opening import SearchKnobs, open_search
+from needle_retrieval.search.opening import share_stores as share_stores  # kept where it was
 
 FUSED_MODES = ("hybrid", "rrf")  # modes that need both the dense and the BM25 part
 

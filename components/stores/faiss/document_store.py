@@ -379,6 +379,10 @@ class FAISSDocumentStore(
             )
         if len(table) != manifest["documents"] or (vectors.ntotal if vectors else None) != manifest["vectors"]:
             raise DocumentStoreError(f"{generation / MANIFEST}: counts disagree with the saved index and documents")
+        if exact and vectors is not None and not vectors.holds_flat():  # its rows' embeddings are read from it
+            raise DocumentStoreError(
+                f"{generation / MANIFEST}: corrupted, a Flat index's vectors file holds another index"
+            )
         indexed = vectors.rows() if exact and vectors is not None else np.empty(0, np.int64)
         if exact and not np.array_equal(indexed, table.embedded_rows()):  # a row's vector is read from the index
             raise DocumentStoreError(f"{documents}: corrupted, its rows with an embedding are not the FAISS index's")

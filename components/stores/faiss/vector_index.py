@@ -27,6 +27,7 @@ from typing import Any, Self
 
 import faiss
 import numpy as np
+from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import verified
 from components.stores.faiss.saved_files import check_index, check_rows, load_tombstones, read_index, write_index
@@ -226,9 +227,23 @@ class FAISSVectorIndex:
             return np.sort(faiss.vector_to_array(self._index.id_map))
         return np.sort(_ivf_ids(self._ivf)) if self._ivf is not None else np.empty(0, np.int64)
 
+    def holds_flat(self) -> bool:
+        """Whether the index is a Flat index under an id map (IP or L2): one that gives back each vector exactly, as
+        the rows a document table stores ``IN_INDEX`` need (a tampered file may hold any index under the map)."""
+        inner = faiss.downcast_index(self._index.index) if isinstance(self._index, faiss.IndexIDMap2) else None
+        return isinstance(inner, faiss.IndexFlatIP | faiss.IndexFlatL2)
+
     def reconstruct(self, rows: np.ndarray) -> np.ndarray:
-        """The vectors stored under ROWS (int64, each in the index), as a float32 (len(rows), dim) matrix."""
-        return self._index.reconstruct_batch(np.ascontiguousarray(rows, dtype=np.int64))
+        """The vectors stored under ROWS (int64, each in the index), as a float32 (len(rows), dim) matrix.
+
+        :raises DocumentStoreError: FAISS cannot give them back (a damaged index), naming what it said.
+        """
+        try:
+            return self._index.reconstruct_batch(np.ascontiguousarray(rows, dtype=np.int64))
+        except RuntimeError as exc:
+            raise DocumentStoreError(
+                f"the FAISS index cannot give back stored vectors: {str(exc).splitlines()[0][:160]}"
+            ) from None
 
     def write(self, directory: Path) -> None:
         """Write the index and its tombstones into ``directory``.

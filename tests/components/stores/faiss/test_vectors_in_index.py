@@ -129,3 +129,29 @@ def test_a_store_built_in_place_saves_its_table_where_it_lies_and_goes_on(tmp_pa
     store.save()
     assert reopened.count_documents() == 60
     assert FAISSDocumentStore(path=str(tmp_path / "dense")).count_documents() == 59
+
+
+@pytest.mark.parametrize("inner", ["sq4", "lsh", "ivf"])
+def test_a_flat_store_whose_vectors_file_holds_another_index_is_refused(tmp_path: Path, inner: str) -> None:
+    """Its embeddings are read from the index: an attacker's lossy index under the same ids must not answer."""
+    import faiss
+
+    vectors = np.random.default_rng(0).standard_normal((20, 8)).astype(np.float32)
+    documents = [Document(id=f"d{i}", content=f"t{i}", embedding=vectors[i].tolist()) for i in range(20)]
+    FAISSDocumentStore(path=str(tmp_path)).write_documents(documents)
+    path = live(tmp_path) / "vectors.faiss"
+    ids = faiss.vector_to_array(faiss.read_index(str(path)).id_map)
+    if inner == "sq4":
+        index: faiss.Index = faiss.IndexScalarQuantizer(8, faiss.ScalarQuantizer.QT_4bit, faiss.METRIC_INNER_PRODUCT)
+    elif inner == "lsh":
+        index = faiss.IndexLSH(8, 16)
+        index.metric_type = faiss.METRIC_INNER_PRODUCT
+    else:
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(8), 8, 2, faiss.METRIC_INNER_PRODUCT)
+    index.train(vectors)
+    swapped = faiss.IndexIDMap2(index)
+    swapped.add_with_ids(vectors, ids)
+    faiss.write_index(swapped, str(path))
+    reseal(path)
+    with pytest.raises(DocumentStoreError, match="corrupted"):
+        FAISSDocumentStore(path=str(tmp_path)).filter_documents()
