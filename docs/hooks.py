@@ -336,8 +336,8 @@ def http_openapi() -> str:
 def yaml_keys() -> dict[str, str]:
     """Every key path of parameter.yaml that needle accepts -> what its value must be ("" where the reader checks
     it itself), from the key tuples and type tables of ``needle_retrieval.ultrarag`` and its embedder spec."""
-    from needle_retrieval.ultrarag import embedder_spec as factory
     from needle_retrieval.ultrarag import config, stores, websearch
+    from needle_retrieval.ultrarag import embedder_spec as factory
 
     def block(prefix: str, names: Iterable[str], types: Mapping[str, Any]) -> dict[str, str]:
         return {f"{prefix}.{k}": types[k].description if k in types else "" for k in names}

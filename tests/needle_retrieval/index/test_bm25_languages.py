@@ -156,4 +156,5 @@ def test_an_index_manifest_naming_an_unknown_language_is_refused(
     )
     edit_manifest(live(index) / "manifest.json", lambda manifest: manifest.update(bm25_lang="klingon"))
     line = error_line(capsys, ["search", str(index), "Garten", "--mode", "bm25"])
-    assert "bm25_lang must be one of en, zh, character, ar" in line and "'klingon'" in line
+    assert "bm25_lang must be one of en, zh, character, ar" in line
+    assert "'klingon'" in line
