@@ -32,8 +32,11 @@ run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/needle index samples/python_docs.jsonl --out .needle/quickstart --bm25 --overwrite
 	HF_HUB_OFFLINE=1 $(BIN)/needle search .needle/quickstart "how do I parse command line arguments" "read and write zip archives" "run a function in a separate thread" --top-k 3
 
+# The suite on TEST_WORKERS pytest-xdist processes (one per core of a 2-core CI machine), whole files per worker so a
+# module's fixtures are built once; each worker uses one torch/BLAS thread (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: $(STAMP) $(INF_STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=30
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The checks CI runs before the tests: lint, formatting and types. Any finding fails.
 lint: $(STAMP)

@@ -1,4 +1,4 @@
-"""Shared by the `needle serve` tests: one sample index per session, real servers as subprocesses, raw HTTP.
+"""Shared by the `needle serve` tests: one sample index per test run, real servers as subprocesses, raw HTTP.
 
 Servers run `python -m needle_retrieval.cli serve` from this checkout on a free 127.0.0.1 port, log to a file (a pipe
 nobody reads would block a chatty server) and are stopped by the test session or the ``started`` context.
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.once import built_once
 from tests.support.paths import REPO, SAMPLE
 
 ALL_PIPELINES = {"dense_search", "bm25_search", "hybrid_search", "rrf_search"}
@@ -93,21 +94,24 @@ def server_env() -> dict[str, str]:
 
 
 def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`needle index samples/python_docs.jsonl --bm25`, built once per test session."""
+    """`needle index samples/python_docs.jsonl --bm25`, built once per test run (by one pytest-xdist worker)."""
     if "index" not in _SHARED:
-        out = tmp_path_factory.mktemp("serve") / "index"
-        done = subprocess.run(
-            needle_command("index", str(SAMPLE), "--out", str(out), "--bm25"),
-            check=False,
-            cwd=REPO,
-            env=server_env(),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        _SHARED["index"] = out
+        _SHARED["index"] = built_once(tmp_path_factory, "serve-sample", _build_sample) / "index"
     return _SHARED["index"]  # type: ignore[return-value]
+
+
+def _build_sample(root: Path) -> None:
+    done = subprocess.run(
+        needle_command("index", str(SAMPLE), "--out", str(root / "index"), "--bm25"),
+        check=False,
+        cwd=REPO,
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (root / "tree.json").write_text(json.dumps(tree(root / "index")), encoding="utf-8")  # before any server ran
 
 
 def start(index: Path, log: Path, *extra: str, pipelines: set[str] = ALL_PIPELINES) -> Server:
@@ -158,7 +162,6 @@ def shared_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     """The default server (no flags) over the sample index, started once per session and stopped at its end."""
     if "server" not in _SHARED:
         index = sample_index(tmp_path_factory)
-        _SHARED["tree"] = tree(index)  # before any server touched it
         server = start(index, tmp_path_factory.mktemp("serve-log") / "server.log")
         request.config.add_cleanup(lambda: stop(server))
         _SHARED["server"] = server
@@ -166,8 +169,11 @@ def shared_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
 
 
 def tree_before_serving() -> dict[str, str]:
-    """The sample index's tree as it was before the shared server started."""
-    return _SHARED["tree"]  # type: ignore[return-value]
+    """The sample index's tree as it was built, before any server (of any pytest-xdist worker) started on it."""
+    index = _SHARED["index"]
+    assert isinstance(index, Path), "sample_index builds the index first"
+    snapshot: dict[str, str] = json.loads((index.parent / "tree.json").read_text(encoding="utf-8"))
+    return snapshot
 
 
 def tree(root: Path) -> dict[str, str]:

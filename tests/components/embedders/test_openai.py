@@ -299,7 +299,7 @@ def test_an_unreachable_server_is_an_error_after_retries() -> None:
 def test_concurrency_bounds_requests_in_flight_and_order_is_kept(server: EmbeddingServer, concurrency: int) -> None:
     # Long enough for every worker's first request to overlap even on a busy machine.
     server.state.delay_s = 0.25 if concurrency > 1 else 0.05
-    server.state.slow_s, server.state.shuffle = 0.5, True
+    server.state.slow_s, server.state.shuffle, server.state.gather = 0.5, True, concurrency
     embedder = OpenAIBatchTextEmbedder(**options(server, batch_size=1, concurrency=concurrency))
     embeddings = embedder.run(texts=TEXTS)["embeddings"]
     np.testing.assert_allclose(embeddings, expected(TEXTS))
@@ -324,6 +324,7 @@ def test_a_failing_batch_fails_the_run(server: EmbeddingServer) -> None:
 
 async def test_run_async_bounds_concurrency_and_keeps_order(server: EmbeddingServer) -> None:
     server.state.delay_s, server.state.slow_s, server.state.shuffle = 0.25, 0.5, True
+    server.state.gather = 3  # the first three requests meet in flight however late a busy machine sends one
     embedder = OpenAIBatchTextEmbedder(**options(server, batch_size=2, concurrency=3))
     result = await embedder.run_async(texts=TEXTS)
     np.testing.assert_allclose(result["embeddings"], expected(TEXTS))

@@ -19,6 +19,7 @@ from haystack.utils import ComponentDevice
 import components  # noqa: F401 - registers our modules with Haystack's deserialization allowlist
 from components.rankers import LocalCrossEncoderRanker, create_reranker
 from tests.support.model_home import MODELS
+from tests.support.once import exclusive
 
 QUERY = "how do cats purr"
 TEXTS = [
@@ -49,20 +50,24 @@ def minilm_cross_encoder(minilm_path: str) -> str:
     The head is drawn with std 1 (not transformers' 0.02) so that different texts get clearly different scores:
     a test of score order can then tell a swap from rounding noise.
     """
+    target = MODELS / "minilm-cross-encoder"
+    with exclusive(MODELS, target.name):  # pytest-xdist workers: one builds it, the others wait and reuse it
+        if not (target / "model.safetensors").exists():
+            _build_minilm_cross_encoder(minilm_path, target)
+    return str(target)
+
+
+def _build_minilm_cross_encoder(minilm_path: str, target: Path) -> None:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    target = MODELS / "minilm-cross-encoder"
-    if not (target / "model.safetensors").exists():
-        MODELS.mkdir(parents=True, exist_ok=True)
-        build = MODELS / "minilm-cross-encoder.building"
-        shutil.rmtree(build, ignore_errors=True)
-        torch.manual_seed(0)
-        model = AutoModelForSequenceClassification.from_pretrained(minilm_path, num_labels=1)
-        torch.nn.init.normal_(model.classifier.weight, std=1.0)
-        model.save_pretrained(str(build))
-        AutoTokenizer.from_pretrained(minilm_path).save_pretrained(str(build))
-        _publish(build, target)
-    return str(target)
+    build = MODELS / f"{target.name}.building"
+    shutil.rmtree(build, ignore_errors=True)
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(minilm_path, num_labels=1)
+    torch.nn.init.normal_(model.classifier.weight, std=1.0)
+    model.save_pretrained(str(build))
+    AutoTokenizer.from_pretrained(minilm_path).save_pretrained(str(build))
+    _publish(build, target)
 
 
 def build_tiny_xlm_roberta(name: str, num_labels: int = 1) -> str:
@@ -73,13 +78,17 @@ def build_tiny_xlm_roberta(name: str, num_labels: int = 1) -> str:
     backs it with `tokenizers`, so no sentencepiece model file is needed). The tokenizer sets no
     model_max_length, so the ranker must derive the 512-token limit from the position table.
     """
+    target = MODELS / name
+    with exclusive(MODELS, name):  # pytest-xdist workers: one builds it, the others wait and reuse it
+        if not (target / "model.safetensors").exists():
+            _build_tiny_xlm_roberta(target, num_labels)
+    return str(target)
+
+
+def _build_tiny_xlm_roberta(target: Path, num_labels: int) -> None:
     from transformers import XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaTokenizer
 
-    target = MODELS / name
-    if (target / "model.safetensors").exists():
-        return str(target)
-    MODELS.mkdir(parents=True, exist_ok=True)
-    build = MODELS / f"{name}.building"
+    build = MODELS / f"{target.name}.building"
     shutil.rmtree(build, ignore_errors=True)
     specials = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("<mask>", 0.0), ("▁", -2.0)]
     pieces = [(c, -3.0) for c in string.ascii_lowercase + string.digits + string.punctuation]
@@ -99,7 +108,7 @@ def build_tiny_xlm_roberta(name: str, num_labels: int = 1) -> str:
     torch.manual_seed(0)
     XLMRobertaForSequenceClassification(config).save_pretrained(str(build))
     tokenizer.save_pretrained(str(build))
-    return str(_publish(build, target))
+    _publish(build, target)
 
 
 @pytest.fixture(scope="session")

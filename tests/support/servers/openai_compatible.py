@@ -12,8 +12,10 @@ Vectors are ``vector_for(text, dim)``: a deterministic unit vector from the text
 Test controls (in-process, on ``server.state``): ``fail`` queues statuses for the next requests (each
 ``{"status", "retry_after"?}`` answered in OpenAI's error shape), ``malformed`` queues broken 200 answers (one of
 ``MALFORMED``), ``delay_s`` slows every request, inputs containing ``[slow]`` sleep ``slow_s`` more, and ``shuffle``
-sends ``data`` in reverse (with correct indexes, which the API allows). ``state.log`` records every request and
-``state.max_in_flight`` the most requests handled at once.
+sends ``data`` in reverse (with correct indexes, which the API allows). ``gather`` holds every request until that
+many have been in flight at once (or ``GATHER_TIMEOUT_S`` passed): a client that sends N requests together is seen
+with N in flight even when a busy machine delays some of them past another's ``delay_s``. ``state.log`` records
+every request and ``state.max_in_flight`` the most requests handled at once.
 
     python tests/support/servers/openai_compatible.py --port 0 [--api-key K] [--delay-s S]
 
@@ -36,6 +38,7 @@ from typing import Any
 DEFAULT_DIM = 8
 MAX_INPUTS = 2048
 Reply = tuple[int, Any, dict[str, str] | None]  # status, body (JSON-able, or bytes sent as text/html), headers
+GATHER_TIMEOUT_S = 10.0  # how long ``gather`` holds a request for others to arrive
 MALFORMED = ("not-json", "no-data", "fewer", "string-value", "ragged", "duplicate-index", "nan")
 
 
@@ -56,6 +59,7 @@ class State:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)  # notified whenever a request starts
         self.stop = threading.Event()
         self.reset()
 
@@ -66,9 +70,14 @@ class State:
         self.delay_s = 0.0
         self.slow_s = 0.0
         self.shuffle = False
+        self.gather = 0
         self.log: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+
+    def gathered(self) -> bool:
+        """Whether ``gather`` requests have been in flight at once (or the server is stopping): call under lock."""
+        return self.max_in_flight >= self.gather or self.stop.is_set()
 
     def pop(self, queue: list[Any]) -> Any:
         """The next queued item of ``queue``, or None."""
@@ -118,6 +127,8 @@ class Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            state.arrived.notify_all()
+            state.arrived.wait_for(state.gathered, timeout=GATHER_TIMEOUT_S)
         entry: dict[str, Any] = {"status": 500, "authorization": self.headers.get("Authorization")}
         try:
             reply = self._embeddings(body, entry)
