@@ -22,7 +22,7 @@ def read_index(path: Path) -> faiss.Index:
     try:
         return faiss.read_index(str(path))
     except RuntimeError as exc:
-        raise DocumentStoreError(f"{path}: corrupted FAISS index ({str(exc).splitlines()[0][:160]})") from exc
+        raise DocumentStoreError(f"{path}: corrupted FAISS index ({first_line(exc)})") from exc
 
 
 def write_index(index: faiss.Index, path: Path) -> None:
@@ -39,7 +39,12 @@ def write_failure(exc: RuntimeError) -> str:
     on device)"), else the message's first line."""
     message = str(exc)
     reason = re.search(r"\(([^()]+)\)\s*$", message)
-    return reason.group(1) if reason else message.splitlines()[0][:160]
+    return reason.group(1) if reason else first_line(exc)
+
+
+def first_line(exc: BaseException) -> str:
+    """What FAISS said, in one line: its message's first line, at most 160 characters (no C++ stack)."""
+    return (str(exc).splitlines() or [""])[0][:160]
 
 
 def check_index(index: faiss.Index, path: Path, metric: str, manifest: Mapping[str, Any]) -> None:

@@ -30,7 +30,14 @@ import numpy as np
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import verified
-from components.stores.faiss.saved_files import check_index, check_rows, load_tombstones, read_index, write_index
+from components.stores.faiss.saved_files import (
+    check_index,
+    check_rows,
+    first_line,
+    load_tombstones,
+    read_index,
+    write_index,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -241,9 +248,7 @@ class FAISSVectorIndex:
         try:
             return self._index.reconstruct_batch(np.ascontiguousarray(rows, dtype=np.int64))
         except RuntimeError as exc:
-            raise DocumentStoreError(
-                f"the FAISS index cannot give back stored vectors: {str(exc).splitlines()[0][:160]}"
-            ) from None
+            raise DocumentStoreError(f"the FAISS index cannot give back stored vectors: {first_line(exc)}") from None
 
     def write(self, directory: Path) -> None:
         """Write the index and its tombstones into ``directory``.
