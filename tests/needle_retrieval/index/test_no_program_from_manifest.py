@@ -114,7 +114,7 @@ def test_a_config_venv_builds_the_index_but_is_never_recorded_nor_put_in_a_searc
     assert venv not in json.dumps(manifest.recorded())
     for template in ("dense_search", "dense_batch_search"):
         data = pf.load_template(template)
-        set_query_embedder(data, "m", build)
+        set_query_embedder(data, "m", build, batch="batch" in template)
         assert "infinity_venv" not in data["components"]["embedder"]["init_parameters"]
     assert EmbedderSpec.from_recorded(manifest.recorded()["embedder"]).block == {"device": "cpu"}
 
