@@ -162,23 +162,25 @@ def remember(path: Path, digest: str) -> None:
     """Record DIGEST as the sha256 of PATH as it is now, which its writer computed from the bytes it wrote (and
     has closed the file since), so that ``digest_files`` need not read it again; a later change of the file
     changes what identifies this version (``_identity``), so the record then no longer applies."""
-    descriptor = open_regular(path)
-    try:
-        identity = _identity(os.fstat(descriptor))
-    finally:
-        os.close(descriptor)
+    identity = _identity_of(path)
     with _VERIFIED_LOCK:
         _VERIFIED[identity] = digest
+
+
+def _identity_of(path: Path) -> _Identity:
+    """What identifies this version of the regular file PATH (``_identity`` of its status), read through a
+    descriptor opened without following a link."""
+    descriptor = open_regular(path)
+    try:
+        return _identity(os.fstat(descriptor))
+    finally:
+        os.close(descriptor)
 
 
 def _known_digest(path: Path, advance: Advance | None = None) -> str:
     """The sha256 of PATH's bytes now: remembered if this version of the file was hashed before (its bytes then
     told to ADVANCE at once), else hashed."""
-    descriptor = open_regular(path)
-    try:
-        identity = _identity(os.fstat(descriptor))
-    finally:
-        os.close(descriptor)
+    identity = _identity_of(path)
     with _VERIFIED_LOCK:
         known = _VERIFIED.get(identity)
     if known is None:
