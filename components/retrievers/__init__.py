@@ -1,4 +1,5 @@
-"""Retrievers: FAISS embedding, BM25 and Milvus (dense, BM25, hybrid), remote (UltraRAG's /search), single and batch.
+"""Retrievers: FAISS embedding, BM25 and Milvus (dense, BM25, learned sparse, hybrid), remote (UltraRAG's /search),
+single and batch.
 
 Submodules import on first use (Haystack's LazyImporter pattern), so importing one component never
 loads the heavy libraries (torch, faiss, bm25s) of the others.
@@ -19,6 +20,8 @@ _import_structure = {
         "MilvusBM25BatchRetriever",
         "MilvusHybridRetriever",
         "MilvusHybridBatchRetriever",
+        "MilvusSparseEmbeddingRetriever",
+        "MilvusSparseEmbeddingBatchRetriever",
     ],
     "remote": ["UltraRAGRemoteRetriever", "UltraRAGRemoteBatchRetriever"],
 }
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
     from .milvus import MilvusEmbeddingRetriever as MilvusEmbeddingRetriever
     from .milvus import MilvusHybridBatchRetriever as MilvusHybridBatchRetriever
     from .milvus import MilvusHybridRetriever as MilvusHybridRetriever
+    from .milvus import MilvusSparseEmbeddingBatchRetriever as MilvusSparseEmbeddingBatchRetriever
+    from .milvus import MilvusSparseEmbeddingRetriever as MilvusSparseEmbeddingRetriever
     from .remote import UltraRAGRemoteBatchRetriever as UltraRAGRemoteBatchRetriever
     from .remote import UltraRAGRemoteRetriever as UltraRAGRemoteRetriever
 else:

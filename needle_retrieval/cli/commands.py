@@ -65,6 +65,9 @@ def cmd_index(args: argparse.Namespace) -> None:
         raise NeedleError("--bm25-tokenizer needs --bm25 and --store faiss (Milvus's BM25 uses its own analyzers)")
     if args.store == "faiss" and (args.uri is not None or args.collection is not None):
         raise NeedleError("--uri and --collection need --store milvus (FAISS keeps its index inside --out)")
+    from needle_retrieval.index.milvus_place import tenant_settings
+
+    store_settings = tenant_settings(args.store, args.partition_key)
     if args.no_dense and args.batch_size is not None:
         raise NeedleError("--batch-size sets the document embedder's batch: --no-dense embeds nothing")
     check_corpus(Path(args.corpus))
@@ -90,6 +93,7 @@ def cmd_index(args: argparse.Namespace) -> None:
             duplicate_ids=args.duplicate_ids,
             bm25_tokenizer=None if args.bm25_tokenizer == "bm25s" else args.bm25_tokenizer,
             batch_size=args.batch_size,
+            store_settings=store_settings,
         ),
         embeddings=None if args.embeddings is None else Path(args.embeddings),
     )

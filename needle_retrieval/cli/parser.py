@@ -137,6 +137,13 @@ def parser() -> argparse.ArgumentParser:
         "alias NAME follows the live one",
     )
     ix.add_argument(
+        "--partition-key",
+        metavar="FIELD",
+        help='milvus: tenants: every corpus line\'s FIELD (a string, e.g. "tenant": meta.tenant) is stored as the '
+        "collection's Milvus partition key, so a filter on meta.FIELD searches only that tenant's partition; the "
+        "index records it",
+    )
+    ix.add_argument(
         "--chunk-size",
         type=chunk_size_number,
         default=DEFAULT_CHUNK_SIZE,

@@ -1,7 +1,10 @@
 """Where the Milvus collection of an index generation lives, and the store parameters that open it.
 
 Light (no pymilvus): the manifest checks a recorded place with ``check_recorded`` and the search templates open it
-with ``store_params``; ``needle_retrieval.index.milvus`` builds and retires the collections.
+with ``store_params``; ``needle_retrieval.index.milvus`` builds and retires the collections. ``tenant_settings``
+turns ``needle index --partition-key FIELD`` into the store setting ``partition_key_field``, which the manifest
+records with the other store settings (``IndexManifest.store_settings``) and every search pipeline opens the
+collection with.
 """
 
 from dataclasses import dataclass
@@ -83,3 +86,24 @@ def store_params(uri: str, collection: str, bm25: bool, lang: str | None) -> dic
         "bm25": bm25,
         "bm25_analyzer": ANALYZERS[lang or "en"],
     }
+
+
+def tenant_settings(store: str, field: str | None) -> dict[str, Any]:
+    """The store settings of ``needle index --partition-key FIELD`` (none without it), checked as the store checks
+    them.
+
+    :raises NeedleError: naming --partition-key: a FAISS index (no partitions), or FIELD not a field name.
+    """
+    if field is None:
+        return {}
+    if store != "milvus":
+        raise NeedleError(
+            f"--partition-key needs --store milvus (a FAISS or BM25 index has no partitions: filter on meta.{field})"
+        )
+    from components.stores.milvus.settings import MilvusSettings
+
+    try:
+        MilvusSettings(partition_key_field=field)
+    except ValueError as error:
+        raise NeedleError(f"--partition-key {field!r}: {error}") from None
+    return {"partition_key_field": field}

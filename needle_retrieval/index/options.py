@@ -7,10 +7,11 @@ default of ``needle index``) or ``position`` (UltraRAG's rule: a repeated id bec
 ``store_settings`` are init parameters of the dense part's document store, as UltraRAG's
 ``index_backend_configs`` gives them: for FAISS ``index_chunk_size`` (vectors added per FAISS call) and
 ``index_use_gpu`` (search on the GPUs when faiss sees any, else one warning and the CPU: the store's own rule);
-for Milvus the collection's field names and lengths, ``index_params``, ``search_params`` and
-``index_chunk_size`` (rows per insert). The manifest records them (``IndexManifest.store_settings``) and every
-search pipeline of the index opens its store with them, so ``needle search DIR`` and ``needle serve DIR`` search
-the index as it was built, with no parameter file. The writer gets all but the search-only ones.
+for Milvus the collection's field names and lengths, ``index_params``, ``search_params``, ``index_chunk_size``
+(rows per insert) and its tenants (``partition_key_field``, ``num_partitions``: ``needle index --partition-key``).
+The manifest records them (``IndexManifest.store_settings``) and every search pipeline of the index opens its store
+with them, so ``needle search DIR`` and ``needle serve DIR`` search the index as it was built, with no parameter
+file. The writer gets all but the search-only ones.
 
 ``batch_size`` is the document embedder's texts (images) per encode batch (``needle index --batch-size``): it
 changes how fast the corpus is encoded, not what is indexed, so no manifest records it and the embedding file's
@@ -27,7 +28,7 @@ DUPLICATE_IDS = ("error", "position")
 FAISS_SETTINGS = ("index_chunk_size", "index_use_gpu")
 MILVUS_SETTINGS = (
     "id_field_name", "vector_field_name", "text_field_name", "id_max_length", "text_max_length", "index_params",
-    "search_params", "index_chunk_size",
+    "search_params", "index_chunk_size", "partition_key_field", "num_partitions",
 )  # fmt: skip
 STORE_SETTINGS = {"faiss": FAISS_SETTINGS, "milvus": MILVUS_SETTINGS}
 SEARCH_ONLY = ("index_use_gpu", "search_params")  # the writer does not need them (a GPU only serves searches)

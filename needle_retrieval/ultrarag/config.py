@@ -141,6 +141,7 @@ FILE_FLAGS = {
     "store": ("faiss", "index_backend"),
     "uri": (None, "index_backend_configs.milvus.uri"),
     "collection": (None, "collection_name"),
+    "partition_key": (None, "index_backend_configs.milvus.partition_key_field"),
     "multimodal": (False, "is_multimodal"),
     "duplicate_ids": ("error", "corpus_path, read by UltraRAG's rule (repeated ids keyed by position),"),
     "bm25_tokenizer": ("bm25s", "backend_configs.bm25.tokenizer"),

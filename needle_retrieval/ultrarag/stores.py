@@ -18,8 +18,9 @@ the keys needle knows are type-checked in every block.
   FAISS and BM25 ignore it, as UltraRAG does). A literal `token` is used through MILVUS_TOKEN for this run, never
   written anywhere.
   `id_field_name`, `vector_field_name`, `text_field_name`, `id_max_length`, `text_max_length`, `index_params`,
-  `search_params` and `index_chunk_size` (rows per insert) are the collection's settings. `metric_type` (here
-  and inside `index_params` / `search_params`) must be IP: needle's searches and fusion read inner products.
+  `search_params`, `index_chunk_size` (rows per insert), `partition_key_field` (tenants: the corpus key, e.g.
+  `tenant`, stored as Milvus's partition key) and `num_partitions` are the collection's settings. `metric_type`
+  (here and inside `index_params` / `search_params`) must be IP: needle's searches and fusion read inner products.
 
 The store settings are recorded in the index (``needle_retrieval.index.options``), so every later search uses them.
 """
@@ -72,6 +73,8 @@ TYPES: dict[str, dict[str, OptionType]] = {
         "index_params": OPTIONAL_MAPPING,
         "search_params": OPTIONAL_MAPPING,
         "index_chunk_size": OPTIONAL_INT,
+        "partition_key_field": OPTIONAL_STRING,
+        "num_partitions": OPTIONAL_INT,
     },
 }
 FAISS_KEYS, MILVUS_KEYS = tuple(TYPES["faiss"]), tuple(TYPES["milvus"])  # every key of each block

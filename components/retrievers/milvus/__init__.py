@@ -1,4 +1,4 @@
-"""Milvus retrievers: dense, BM25 and Milvus hybrid, each for one query or a batch in one Milvus call.
+"""Milvus retrievers: dense, BM25, learned sparse and Milvus hybrid, each for one query or a batch in one Milvus call.
 
 Submodules import on first use (Haystack's LazyImporter pattern), so importing one component never
 loads the heavy libraries (torch, faiss, pymilvus) of the others.
@@ -16,6 +16,8 @@ _import_structure = {
     "bm25_batch_retriever": ["MilvusBM25BatchRetriever"],
     "hybrid_retriever": ["MilvusHybridRetriever"],
     "hybrid_batch_retriever": ["MilvusHybridBatchRetriever"],
+    "sparse_embedding_retriever": ["MilvusSparseEmbeddingRetriever"],
+    "sparse_embedding_batch_retriever": ["MilvusSparseEmbeddingBatchRetriever"],
 }
 
 if TYPE_CHECKING:
@@ -25,5 +27,9 @@ if TYPE_CHECKING:
     from .embedding_retriever import MilvusEmbeddingRetriever as MilvusEmbeddingRetriever
     from .hybrid_batch_retriever import MilvusHybridBatchRetriever as MilvusHybridBatchRetriever
     from .hybrid_retriever import MilvusHybridRetriever as MilvusHybridRetriever
+    from .sparse_embedding_batch_retriever import (
+        MilvusSparseEmbeddingBatchRetriever as MilvusSparseEmbeddingBatchRetriever,
+    )
+    from .sparse_embedding_retriever import MilvusSparseEmbeddingRetriever as MilvusSparseEmbeddingRetriever
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

@@ -1,8 +1,8 @@
 """What every Milvus retriever shares: its store, checked settings (``score_threshold`` too), run-time overrides, and
 warm_up.
 
-The single-query and batch retrievers of each mode (dense, BM25, Milvus hybrid) differ only in their sockets:
-each run makes one Milvus call with every query of the batch (nq > 1), and ``run_async`` runs it in a worker
+The single-query and batch retrievers of each mode (dense, BM25, learned sparse, Milvus hybrid) differ only in their
+sockets: each run makes one Milvus call with every query of the batch (nq > 1), and ``run_async`` runs it in a worker
 thread so that the event loop (Hayhooks, AsyncPipeline) keeps serving.
 """
 
@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from haystack import Document
+from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.types import FilterPolicy
 
 from components.retrievers.retriever_common import StoreRetrieverBase
@@ -72,8 +73,25 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def checked_sparse(queries: Any, name: str) -> list[SparseEmbedding]:
+    """
+    The query sparse embeddings of a run (``name``: its parameter), each a haystack SparseEmbedding.
+
+    :raises ValueError: naming the parameter (and position) that is not one; the store checks term ids and weights.
+    """
+    single = not name.endswith("s")
+    listed = [queries] if single else queries
+    if not isinstance(listed, list):
+        raise ValueError(f"{name} must be a list of SparseEmbedding, got {type(queries).__name__}")
+    for position, query in enumerate(listed):
+        if not isinstance(query, SparseEmbedding):
+            label = name if single else f"{name}[{position}]"
+            raise ValueError(f"{label} must be a haystack SparseEmbedding, got {type(query).__name__}")
+    return listed
+
+
 class MilvusSearches(MilvusRetrieverBase):
-    """The three kinds of Milvus search, for whole batches, with this run's filters and ``top_k``."""
+    """The four kinds of Milvus search, for whole batches, with this run's filters and ``top_k``."""
 
     def _search_embeddings(
         self, embeddings: Any, name: str, filters: dict[str, Any] | None, top_k: int | None
@@ -86,3 +104,9 @@ class MilvusSearches(MilvusRetrieverBase):
     def _bm25(self, queries: list[str], filters: dict[str, Any] | None, top_k: int | None) -> list[list[Document]]:
         filters, top_k = self._run_settings(filters, top_k)
         return self.document_store.bm25_search(queries, top_k, filters)
+
+    def _sparse(
+        self, queries: list[SparseEmbedding], filters: dict[str, Any] | None, top_k: int | None
+    ) -> list[list[Document]]:
+        filters, top_k = self._run_settings(filters, top_k)
+        return self.document_store.sparse_embedding_search(queries, top_k, filters)

@@ -3,7 +3,11 @@
 The schema is UltraRAG's (VARCHAR id up to ``id_max_length``, FLOAT_VECTOR, VARCHAR text up to
 ``text_max_length``) plus, with ``bm25``, a sparse field filled by Milvus's BM25 function from the text, each
 with its index (dense: ``index_params`` with ``metric_type``; sparse: SPARSE_INVERTED_INDEX with BM25), and a
-BOOL field ``EMBEDDED_FIELD`` saying whether the row's vector is the document's embedding.
+BOOL field ``EMBEDDED_FIELD`` saying whether the row's vector is the document's embedding. Two optional fields:
+``partition_key_field``, a VARCHAR of up to ``TENANT_MAX_LENGTH`` bytes that is Milvus's partition key (each
+document's ``meta[<field>]``, its tenant: Milvus hashes it to one of ``num_partitions`` partitions, and a search
+filtered on it reads that partition only), and ``learned_sparse_field_name``, a SPARSE_FLOAT_VECTOR of the
+documents' ``sparse_embedding`` (SPARSE_INVERTED_INDEX, metric IP).
 
 Documents without an embedding (text for BM25 only) are stored with a placeholder vector and the flag false,
 and dense search asks for ``flag == true``. Milvus Lite 3.2.2 accepts nullable FLOAT_VECTOR fields but stores a
@@ -24,6 +28,7 @@ from pymilvus.exceptions import MilvusException
 from components.stores.milvus.settings import MilvusSettings
 
 EMBEDDED_FIELD = "_has_embedding"  # BOOL: the row's vector is the document's embedding (else a placeholder)
+TENANT_MAX_LENGTH = 512  # bytes of a partition key value (a tenant id)
 
 
 class MilvusCollectionError(MilvusStoreError):  # type: ignore[misc]
@@ -84,12 +89,25 @@ def create_collection(client: MilvusClient, settings: MilvusSettings, dim: int) 
                 function_type=FunctionType.BM25,
             )
         )
+    if settings.partition_key_field is not None:
+        schema.add_field(
+            settings.partition_key_field, DataType.VARCHAR, max_length=TENANT_MAX_LENGTH, is_partition_key=True
+        )
+    if settings.learned_sparse_field_name is not None:
+        schema.add_field(settings.learned_sparse_field_name, DataType.SPARSE_FLOAT_VECTOR)
     index = client.prepare_index_params()
     index.add_index(settings.vector_field_name, **settings.dense_index())
     if settings.bm25:
         index.add_index(settings.sparse_field_name, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    if settings.learned_sparse_field_name is not None:
+        index.add_index(settings.learned_sparse_field_name, index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
+    partitions = {} if settings.num_partitions is None else {"num_partitions": settings.num_partitions}
     client.create_collection(
-        settings.collection_name, schema=schema, index_params=index, consistency_level=settings.consistency_level
+        settings.collection_name,
+        schema=schema,
+        index_params=index,
+        consistency_level=settings.consistency_level,
+        **partitions,
     )
     client.load_collection(settings.collection_name, timeout=settings.timeout)
 
@@ -102,7 +120,8 @@ def check_collection(client: MilvusClient, settings: MilvusSettings, dim: int | 
 
     :raises MilvusCollectionError: naming what differs and the setting that selects another collection.
     """
-    fields = {f["name"]: f for f in client.describe_collection(settings.collection_name)["fields"]}
+    described = client.describe_collection(settings.collection_name)
+    fields = {f["name"]: f for f in described["fields"]}
     hint = "use another collection_name, or drop the collection to rebuild it"
     expected = {
         settings.id_field_name: (DataType.VARCHAR, "id_field_name"),
@@ -111,12 +130,15 @@ def check_collection(client: MilvusClient, settings: MilvusSettings, dim: int | 
     }
     if settings.bm25:
         expected[settings.sparse_field_name] = (DataType.SPARSE_FLOAT_VECTOR, "sparse_field_name (or bm25=False)")
+    if settings.learned_sparse_field_name is not None:
+        expected[settings.learned_sparse_field_name] = (DataType.SPARSE_FLOAT_VECTOR, "learned_sparse_field_name")
     for name, (kind, setting) in expected.items():
         if name not in fields or fields[name]["type"] != kind:
             raise MilvusCollectionError(
                 f"{where(settings)} has no {kind.name} field {name!r} (its fields: {_shown_fields(fields)}): "
                 f"set {setting}, or {hint}"
             )
+    _check_optional_fields(described, fields, settings, hint)
     found = int(fields[settings.vector_field_name]["params"]["dim"])
     if dim is not None and found != dim:
         raise MilvusCollectionError(
@@ -131,6 +153,35 @@ def check_collection(client: MilvusClient, settings: MilvusSettings, dim: int | 
         )
     flag = fields.get(EMBEDDED_FIELD)
     return found, flag is not None and flag["type"] == DataType.BOOL
+
+
+def _check_optional_fields(
+    described: dict[str, Any], fields: dict[str, Any], settings: MilvusSettings, hint: str
+) -> None:
+    """Refuse a collection whose partition key or learned sparse field is not the one the settings name (a write
+    would miss a field Milvus requires, or a tenant filter would scan every partition)."""
+    keys = [name for name, field in fields.items() if field.get("is_partition_key")]
+    wanted = settings.partition_key_field
+    if keys != ([wanted] if wanted is not None else []):
+        found = f"partition key field {keys[0]!r}" if keys else "no partition key field"
+        fix = f"set partition_key_field={keys[0]!r}" if keys else "leave partition_key_field unset"
+        raise MilvusCollectionError(
+            f"{where(settings)} has {found}, but partition_key_field is {wanted!r}: {fix}, or {hint}"
+        )
+    if wanted is not None and fields[wanted]["type"] != DataType.VARCHAR:
+        raise MilvusCollectionError(
+            f"{where(settings)} has partition key field {wanted!r} of type {fields[wanted]['type'].name}, not VARCHAR "
+            f"(partition_key_field holds string tenants): {hint}"
+        )
+    outputs = {name for function in described.get("functions", []) for name in function.get("output_field_names", [])}
+    learned = [
+        name for name, field in fields.items() if field["type"] == DataType.SPARSE_FLOAT_VECTOR and name not in outputs
+    ]
+    if learned and learned != [settings.learned_sparse_field_name]:
+        raise MilvusCollectionError(
+            f"{where(settings)} has learned sparse field {learned[0]!r}, not {settings.learned_sparse_field_name!r}: "
+            f"set learned_sparse_field_name={learned[0]!r}, or {hint}"
+        )
 
 
 def _shown_fields(fields: dict[str, Any]) -> str:

@@ -98,6 +98,9 @@ class MilvusDocumentStore(
         bm25_analyzer: str | dict[str, Any] = "english",
         consistency_level: str = "Session",
         timeout: float = 30.0,
+        partition_key_field: str | None = None,
+        num_partitions: int | None = None,
+        learned_sparse_field_name: str | None = None,
     ) -> None:
         """
         :param uri: Milvus Lite database path (``*.db``, relative to the working directory) or a server URL.
@@ -118,6 +121,13 @@ class MilvusDocumentStore(
             ``standard``, or Milvus ``analyzer_params``.
         :param consistency_level: Milvus consistency level of a new collection.
         :param timeout: seconds for connecting and for each call.
+        :param partition_key_field: tenants: the meta key (``"tenant"`` for ``meta.tenant``) whose string value every
+            document must have, stored as the new collection's Milvus partition key; a filter on
+            ``meta.<key>`` with ``==``/``in`` searches only those tenants' partitions (on a Milvus server; Milvus Lite
+            keeps them apart but scans every partition). None: no tenants.
+        :param num_partitions: partitions the tenants are hashed into, in [1, 1024] (None: Milvus's default).
+        :param learned_sparse_field_name: a SPARSE_FLOAT_VECTOR field for each document's ``sparse_embedding``
+            (required of every document written), searched by ``sparse_embedding_search`` (dot product).
         :raises ValueError: naming the setting that is out of range.
         """
         self.settings = MilvusSettings(
@@ -138,6 +148,9 @@ class MilvusDocumentStore(
             bm25_analyzer=bm25_analyzer,
             consistency_level=consistency_level,
             timeout=timeout,
+            partition_key_field=partition_key_field,
+            num_partitions=num_partitions,
+            learned_sparse_field_name=learned_sparse_field_name,
         )
         self.token = token
         self._lock = threading.RLock()
@@ -289,6 +302,13 @@ class MilvusDocumentStore(
         logger.info(
             "created {where} (BM25 analyzer: {analyzer})", where=where(self.settings), analyzer=self._analyzer()
         )
+        if self.settings.num_partitions is not None and is_lite_engine(self.client):
+            logger.warning(
+                "{where}: Milvus Lite ignores num_partitions={n} and hashes the tenants into its own 16 partitions "
+                "(a Milvus server makes {n})",
+                where=where(self.settings),
+                n=self.settings.num_partitions,
+            )
 
     def _analyzer(self) -> str:
         return self.bm25_analyzer_in_use if self.settings.bm25 else "none"

@@ -17,7 +17,7 @@ from components.stores.document_checks import check_meta_storable
 from components.stores.milvus.calls import MilvusCalls
 from components.stores.milvus.collection import EMBEDDED_FIELD
 from components.stores.milvus.filters import MilvusFilter
-from components.stores.milvus.records import not_meta, stored_fields, to_document
+from components.stores.milvus.records import check_tenant, not_meta, stored_fields, to_document
 
 
 class MilvusFilterOperations(MilvusCalls):
@@ -108,6 +108,9 @@ class MilvusFilterOperations(MilvusCalls):
         clashes = {*not_meta(self.settings), EMBEDDED_FIELD} & set(meta)
         if clashes:
             raise ValueError(f"meta key(s) {sorted(clashes)} would overwrite the collection's fields")
+        tenant = self.settings.partition_key_field
+        if tenant is not None and tenant in meta:
+            check_tenant(meta[tenant], tenant, "update_by_filter")
         with self._lock:
             ids = self._matching_ids(filters)
             rows = [{**row, **meta} for row in self._stored(ids, stored_fields(self.settings, self._flagged))]

@@ -17,6 +17,10 @@ ids. Values no document can be compared with are a FilterError naming the field 
 called: ``>``/``>=``/``<``/``<=`` with a list, a dict or a string that is not a date, or a number on ``id``/
 ``content``. One difference remains: ``>`` with a number skips stored values that are not numbers, where
 Haystack's matcher raises FilterError when it meets a stored string.
+
+The tenant (``meta.<partition_key_field>``) is a VARCHAR field every document has, filtered like ``id``:
+``== "a"`` and ``in [...]`` become ``tenant in ["a", ...]``, which Milvus reads to search only the partitions of
+those tenants. A filter on ``sparse_embedding`` is checked by the matcher on the stored vectors.
 """
 
 import json
@@ -160,11 +164,15 @@ class _Translator:
             return "text", self.settings.text_field_name
         if field == "embedding":
             return "embedding", ""
+        if field == "sparse_embedding":
+            return "sparse", ""
         parts = field.split(".")
         if len(parts) > 1 and parts[0] == "meta":
             parts = parts[1:]
         elif len(parts) > 1 or field in DOCUMENT_FIELDS:
             return "python", ""
+        if parts == [self.settings.partition_key_field]:
+            return "text", parts[0]  # the tenant: a VARCHAR every document has, as id and content
         return "json", "$meta" + "".join(f"[{json.dumps(p, ensure_ascii=False)}]" for p in parts)
 
     def equal(self, kind: str, name: str, value: Any) -> Part:
@@ -172,8 +180,8 @@ class _Translator:
             if value is not None:
                 return Part("", exact=False, vectors=True)
             return Part(f"{EMBEDDED_FIELD} == false") if self.flagged else NOTHING
-        if kind == "python":
-            return UNKNOWN
+        if kind in ("python", "sparse"):
+            return Part("", exact=False, vectors=kind == "sparse")
         if kind == "text":
             return self.text_in(name, [value])
         literal = _literal(value)
@@ -194,8 +202,8 @@ class _Translator:
         if value is None:
             return NOTHING
         _check_orderable(field, operator, value, kind)
-        if kind in ("python", "embedding", "text"):
-            return Part("", exact=False, vectors=kind == "embedding")
+        if kind in ("python", "embedding", "sparse", "text"):
+            return Part("", exact=False, vectors=kind in ("embedding", "sparse"))
         literal = _literal(value)
         if literal is None or isinstance(value, str):
             return Part(f"{name} is not null", exact=False)

@@ -7,6 +7,11 @@ stored as JSON, so they read back as written (lists, nested dicts, empty lists t
 absent, which Haystack's filters treat alike, and a value JSON cannot hold is dropped with a warning. Text longer
 than ``text_max_length`` UTF-8 bytes (Milvus counts VARCHAR length in bytes) is cut at a character boundary with
 a warning, never a failed insert; an id over ``id_max_length`` is an error naming it.
+
+With ``partition_key_field`` the meta key of that name is the document's tenant, stored in the collection's
+partition key field (a string of up to ``TENANT_MAX_LENGTH`` bytes, required: Milvus must place every row in a
+partition) and read back into the meta like any other key. With ``learned_sparse_field_name`` each document's
+``sparse_embedding`` is stored in that field (``sparse_vectors``) and read back with the embedding.
 """
 
 import json
@@ -16,8 +21,9 @@ from typing import Any
 from haystack import Document
 from pymilvus.client.search_result import Hit
 
-from components.stores.milvus.collection import EMBEDDED_FIELD, MilvusCollectionError, where
+from components.stores.milvus.collection import EMBEDDED_FIELD, TENANT_MAX_LENGTH, MilvusCollectionError, where
 from components.stores.milvus.settings import MilvusSettings
+from components.stores.milvus.sparse_vectors import sparse_value, to_sparse_embedding
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +58,9 @@ def to_rows(documents: list[Document], settings: MilvusSettings, dim: int, flagg
     One Milvus row per document for ``dim``-dimensional vectors (all checked before any is built, so a bad one
     writes nothing); ``flagged``: the collection has ``EMBEDDED_FIELD`` (else it refuses documents without one).
 
-    :raises ValueError: naming the document whose id is too long or whose meta key collides with a field.
+    :raises ValueError: naming the document whose id is too long, whose meta key collides with a field, whose
+        tenant (``partition_key_field``) is missing or not a short string, or whose sparse embedding is missing
+        or not one Milvus stores (``learned_sparse_field_name``).
     :raises MilvusCollectionError: a document without an embedding for a legacy collection.
     """
     reserved = {*not_meta(settings), EMBEDDED_FIELD}
@@ -83,6 +91,13 @@ def to_rows(documents: list[Document], settings: MilvusSettings, dim: int, flagg
         }
         if flagged:
             row[EMBEDDED_FIELD] = document.embedding is not None
+        if settings.partition_key_field is not None:
+            row[settings.partition_key_field] = check_tenant(
+                document.meta.get(settings.partition_key_field), settings.partition_key_field, name
+            )
+        if settings.learned_sparse_field_name is not None:
+            learned = settings.learned_sparse_field_name
+            row[learned] = sparse_value(document.sparse_embedding, name, learned)
         rows.append(row)
     if cut:
         logger.warning(
@@ -92,6 +107,19 @@ def to_rows(documents: list[Document], settings: MilvusSettings, dim: int, flagg
             cut[0],
         )
     return rows
+
+
+def check_tenant(value: Any, key: str, name: str) -> str:
+    """``value``, the tenant of NAME (its ``meta[KEY]``), if it is a string Milvus's partition key field holds.
+
+    :raises ValueError: naming NAME, KEY and what a tenant must be.
+    """
+    if not isinstance(value, str) or len(value.encode("utf-8")) > TENANT_MAX_LENGTH:
+        raise ValueError(
+            f"{name}: meta[{key!r}] is its tenant (partition_key_field) and must be a string of at most "
+            f"{TENANT_MAX_LENGTH} bytes, got {value!r:.60}"
+        )
+    return value
 
 
 def _storable_meta(document: Document) -> dict[str, Any]:
@@ -130,13 +158,16 @@ def truncate_utf8(text: str, limit: int) -> str:
 
 
 def output_fields(settings: MilvusSettings) -> list[str]:
-    """The fields a search returns: text and dynamic meta (the id always comes); not the vectors."""
-    return [settings.text_field_name, "$meta"]
+    """The fields a search returns: text, dynamic meta and the tenant (the id always comes); not the vectors."""
+    tenant = [] if settings.partition_key_field is None else [settings.partition_key_field]
+    return [settings.text_field_name, "$meta", *tenant]
 
 
 def stored_fields(settings: MilvusSettings, flagged: bool) -> list[str]:
-    """The fields that make a whole Document: text, meta, the vector and (``flagged``) whether it is an embedding."""
-    return [*output_fields(settings), settings.vector_field_name, *([EMBEDDED_FIELD] if flagged else [])]
+    """The fields that make a whole Document: text, meta, the vector, (``flagged``) whether it is an embedding,
+    and the learned sparse vector."""
+    learned = [] if settings.learned_sparse_field_name is None else [settings.learned_sparse_field_name]
+    return [*output_fields(settings), settings.vector_field_name, *([EMBEDDED_FIELD] if flagged else []), *learned]
 
 
 def to_document(entity: dict[str, Any], settings: MilvusSettings, **extra: Any) -> Document:
@@ -155,12 +186,23 @@ def to_document(entity: dict[str, Any], settings: MilvusSettings, **extra: Any) 
     vector = entity.get(settings.vector_field_name)
     embedding = [float(v) for v in vector] if vector is not None and entity.get(EMBEDDED_FIELD, True) else None
     text = entity.get(settings.text_field_name)
-    return Document(id=entity[settings.id_field_name], content=text, meta=meta, embedding=embedding, **extra)
+    learned = settings.learned_sparse_field_name
+    sparse = to_sparse_embedding(entity.get(learned)) if learned is not None else None
+    return Document(
+        id=entity[settings.id_field_name],
+        content=text,
+        meta=meta,
+        embedding=embedding,
+        sparse_embedding=sparse,
+        **extra,
+    )
 
 
 def not_meta(settings: MilvusSettings) -> set[str]:
     """The fields of the schema that hold no meta key (a meta key of that name would overwrite one)."""
-    return {settings.id_field_name, settings.text_field_name, settings.vector_field_name, settings.sparse_field_name}
+    fields = {settings.id_field_name, settings.text_field_name, settings.vector_field_name, settings.sparse_field_name}
+    learned = settings.learned_sparse_field_name
+    return fields | ({learned} if learned is not None else set())
 
 
 def hits_to_documents(hits: list[list[Hit]], settings: MilvusSettings, retrieval_type: str) -> list[list[Document]]:

@@ -1,4 +1,5 @@
-"""The Milvus store's searches: dense, BM25 and Milvus hybrid (RRF or weighted), whole batches in one call.
+"""The Milvus store's searches: dense, BM25, learned sparse and Milvus hybrid (RRF or weighted), whole batches in
+one call.
 
 Each takes every query of a batch (nq > 1) in one Milvus request and returns one best-first Document list per
 query, scores higher-is-better and ``meta["retrieval_type"]`` set (dense, sparse, hybrid); ``*_async`` twins run
@@ -6,21 +7,26 @@ them in a worker thread. Inputs are checked before Milvus is called: ``top_k`` a
 (``components.checks``), query embeddings against the collection's dimension.
 
 Dense search only returns documents that have an embedding (``filters.dense_expression``); BM25 search returns
-any document with matching text. A filter Milvus cannot express exactly is applied as the exact ids of the
-documents it selects (``filters`` module), so a search's ``top_k`` is always filled from the matching documents.
+any document with matching text; learned sparse search (``learned_sparse_field_name``) returns the documents
+sharing a term with the query, scored by the dot product of their weights. A filter Milvus cannot express exactly
+is applied as the exact ids of the documents it selects (``filters`` module), so a search's ``top_k`` is always
+filled from the matching documents.
 """
 
 from typing import Any
 
 from haystack import Document
+from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
 from pymilvus.client.abstract import BaseRanker
 
 from components.checks import check_top_k
 from components.stores.async_twins import twin
 from components.stores.milvus.calls import MilvusCalls
+from components.stores.milvus.collection import MilvusCollectionError, where
 from components.stores.milvus.filters import dense_expression, ids_expression
 from components.stores.milvus.records import hits_to_documents, output_fields
+from components.stores.milvus.sparse_vectors import sparse_value
 
 RANKERS = ("rrf", "weighted")
 
@@ -100,6 +106,46 @@ class MilvusSearches(MilvusCalls):
         )
         return hits_to_documents(hits, self.settings, "sparse")
 
+    def sparse_embedding_search(
+        self, query_sparse_embeddings: list[SparseEmbedding], top_k: int, filters: dict[str, Any] | None = None
+    ) -> list[list[Document]]:
+        """
+        Learned sparse search: one best-first list per query ``SparseEmbedding``, all in one Milvus call.
+
+        Scores are dot products of the query's and each document's weights (Milvus's IP on the sparse inverted
+        index); a document sharing no term with the query is not returned, and a query without a non-zero
+        weight matches nothing.
+
+        :raises MilvusCollectionError: the store has no ``learned_sparse_field_name``.
+        :raises ValueError: naming the query whose term ids or weights Milvus cannot take.
+        """
+        check_top_k(top_k)
+        field = self.settings.learned_sparse_field_name
+        if field is None:
+            raise MilvusCollectionError(
+                f"{where(self.settings)}: sparse embedding search needs learned_sparse_field_name (the field of the "
+                f"documents' sparse_embedding); write the documents into a collection created with it"
+            )
+        vectors = [
+            sparse_value(query, f"query_sparse_embeddings[{position}]", field, query=True)
+            for position, query in enumerate(query_sparse_embeddings)
+        ]
+        expression = self._expression(filters)
+        if expression is None or not vectors:  # None: the filters match nothing
+            return [[] for _ in vectors]
+        hits = self._call(
+            "search",
+            self.settings.collection_name,
+            data=vectors,
+            anns_field=field,
+            search_params={"metric_type": "IP", "params": {}},
+            limit=top_k,
+            filter=expression,
+            output_fields=output_fields(self.settings),
+            timeout=self.settings.timeout,
+        )
+        return hits_to_documents(hits, self.settings, "sparse")
+
     def hybrid_search(
         self,
         queries: list[str],
@@ -151,4 +197,5 @@ class MilvusSearches(MilvusCalls):
 
     embedding_search_async = twin(embedding_search)
     bm25_search_async = twin(bm25_search)
+    sparse_embedding_search_async = twin(sparse_embedding_search)
     hybrid_search_async = twin(hybrid_search)

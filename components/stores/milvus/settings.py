@@ -20,6 +20,7 @@ MAX_VARCHAR = 65_535
 MAX_DIM = 32_768  # Milvus's largest FLOAT_VECTOR dimension
 NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 CONSISTENCY_LEVELS = ("Strong", "Session", "Bounded", "Eventually")
+MAX_PARTITIONS = 1024  # Milvus's default rootCoord.maxPartitionNum: the most num_partitions a partition key takes
 
 # English stop words (Lucene's list, which Milvus's "english" analyzer also drops).
 ENGLISH_STOP_WORDS = [
@@ -122,15 +123,16 @@ class MilvusSettings:
     bm25_analyzer: str | dict[str, Any] = "english"
     consistency_level: str = "Session"
     timeout: float = 30.0
+    partition_key_field: str | None = None
+    num_partitions: int | None = None
+    learned_sparse_field_name: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse a bad value at init, naming the setting and its allowed values."""
         self._check_uri()
         for name in ("collection_name", "id_field_name", "vector_field_name", "text_field_name", "sparse_field_name"):
             _check_name(name, getattr(self, name))
-        fields = [self.id_field_name, self.vector_field_name, self.text_field_name, self.sparse_field_name]
-        if len(set(fields)) != len(fields):
-            raise ValueError(f"id, vector, text and sparse field names must differ, got {fields}")
+        self._check_optional_fields()
         if self.embedding_dim is not None:
             check_int("embedding_dim", self.embedding_dim, 1, MAX_DIM)
         check_int("id_max_length", self.id_max_length, 1, MAX_VARCHAR)
@@ -148,6 +150,27 @@ class MilvusSettings:
         self._check_analyzer()
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not 0 < self.timeout <= 3600:
             raise ValueError(f"timeout must be a number of seconds in (0, 3600], got {self.timeout!r}")
+
+    def _check_optional_fields(self) -> None:
+        """The tenant (partition key) and learned sparse fields: valid names, each field name different."""
+        key = self.partition_key_field
+        if isinstance(key, str) and key.startswith("meta."):
+            raise ValueError(
+                f"partition_key_field names the meta key itself: {key.removeprefix('meta.')!r} for {key}, got {key!r}"
+            )
+        for name in ("partition_key_field", "learned_sparse_field_name"):
+            if getattr(self, name) is not None:
+                _check_name(name, getattr(self, name))
+        if self.num_partitions is not None:
+            if key is None:
+                raise ValueError("num_partitions needs partition_key_field (the partitions are the tenants' buckets)")
+            check_int("num_partitions", self.num_partitions, 1, MAX_PARTITIONS)
+        fields = [self.id_field_name, self.vector_field_name, self.text_field_name, self.sparse_field_name]
+        fields += [name for name in (key, self.learned_sparse_field_name) if name is not None]
+        if len(set(fields)) != len(fields):
+            raise ValueError(
+                f"id, vector, text, sparse, partition key and learned sparse field names must differ, got {fields}"
+            )
 
     def _check_uri(self) -> None:
         if not isinstance(self.uri, str) or not self.uri.strip():

@@ -10,8 +10,10 @@ Upstream's ``MilvusEmbeddingRetriever``, ``MilvusSparseEmbeddingRetriever`` (wit
 ``MilvusHybridRetriever`` (with ``query_text``, any pymilvus ranker) call ``_embedding_retrieval``,
 ``_sparse_embedding_retrieval`` and ``_hybrid_retrieval``; here those run the store's own searches, so upstream's
 retrievers return exactly what ours return: Haystack filter semantics, no document without an embedding from
-dense search, higher-is-better scores and ``meta["retrieval_type"]``. A ``SparseEmbedding`` query cannot be
-searched: the sparse field is Milvus's BM25 function output, so only text queries it.
+dense search, higher-is-better scores and ``meta["retrieval_type"]``. Upstream's sparse retriever searches BM25
+with ``query_text``; without it, a ``SparseEmbedding`` query is searched in the learned sparse field
+(``learned_sparse_field_name``), and refused by a store without one (its sparse field is Milvus's BM25 function
+output, which only text queries). Upstream's hybrid retriever always fuses dense with BM25.
 """
 
 from typing import Any
@@ -54,7 +56,7 @@ class UpstreamCompatibility(MilvusSearches):
         self._sparse_vector_field = settings.sparse_field_name if settings.bm25 else None
         self.sparse_index_params = _bm25_index() if settings.bm25 else None
         self.sparse_search_params = {"metric_type": "BM25"} if settings.bm25 else None
-        self._partition_key_field, self.partition_names, self.replica_number = None, None, 1
+        self._partition_key_field, self.partition_names, self.replica_number = settings.partition_key_field, None, 1
         self.builtin_function = [_bm25_function(settings)] if settings.bm25 else []
         UpstreamMilvusDocumentStore._check_function(self)  # sets _sparse_mode and the text field's analyzer options
         self._dummy_value = 999.0
@@ -86,7 +88,10 @@ class UpstreamCompatibility(MilvusSearches):
         top_k: int = 10,
         query_text: str | None = None,
     ) -> list[Document]:
-        """Upstream's sparse retrieval of one query: the store's BM25 search of ``query_text``."""
+        """Upstream's sparse retrieval of one query: the store's BM25 search of ``query_text``, else its learned
+        sparse search of ``query_sparse_embedding``."""
+        if query_text is None and query_sparse_embedding is not None and self.settings.learned_sparse_field_name:
+            return self.sparse_embedding_search([query_sparse_embedding], top_k, filters)[0]
         return self.bm25_search([self._query_text(query_text)], top_k, filters)[0]
 
     def _hybrid_retrieval(
