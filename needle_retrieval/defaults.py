@@ -5,7 +5,9 @@ take them from here, so that a default changes in one place.
 """
 
 DISTRIBUTION = "needle-retrieval"  # pyproject.toml's [project] name
-MODES = ("dense", "bm25", "hybrid", "rrf")  # rrf: Haystack's DocumentJoiner fusion (Milvus's own RRF on Milvus)
+MODES = ("dense", "bm25", "hybrid", "rrf", "sparse")  # rrf: Haystack's DocumentJoiner fusion (Milvus's own RRF)
+# `needle eval` builds its own index of a data set and has no learned sparse model to build one with
+EVAL_MODES = ("dense", "bm25", "hybrid", "rrf")
 STORES = ("faiss", "milvus")  # faiss: FAISS (+ bm25s with --bm25); milvus: one Milvus collection for every part
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # What an UltraRAG request's query_instruction does (POST /search and the MCP tools declare it alike)

@@ -52,6 +52,27 @@ CLASSES: dict[str, tuple[str, str, str]] = {
 }
 
 
+# Learned sparse (SPLADE-style) backends, the same three roles: they give ``SparseEmbedding``s, for the sparse store
+# (``components.stores.sparse``), so they are no dense backend (not in CLASSES, which parameter files choose from).
+SPARSE_CLASSES: dict[str, tuple[str, str, str]] = {
+    "sentence_transformers": (
+        "sentence_transformers_sparse_document_embedder.SentenceTransformersSparseDocumentEmbedder",
+        "sentence_transformers_sparse_text_embedder.SentenceTransformersSparseTextEmbedder",
+        "sentence_transformers_sparse_batch_text_embedder.SentenceTransformersSparseBatchTextEmbedder",
+    ),
+    "tei": (
+        "tei_sparse_document_embedder.TEISparseDocumentEmbedder",
+        "tei_sparse_text_embedder.TEISparseTextEmbedder",
+        "tei_sparse_batch_text_embedder.TEISparseBatchTextEmbedder",
+    ),
+}
+
+
+def sparse_embedder_type(backend: str, role: EmbedderRole) -> str:
+    """The qualified class name (a pipeline file's ``type``) of sparse BACKEND's embedder of ROLE; imports nothing."""
+    return f"{_MODULE}.{SPARSE_CLASSES[backend][role]}"
+
+
 def embedder_class(backend: str, role: EmbedderRole) -> type:
     """The class of BACKEND's embedder of ROLE (BACKEND one of ``CLASSES``' keys), imported now."""
     module, name = CLASSES[backend][role].split(".")

@@ -87,6 +87,7 @@ def cmd_index(args: argparse.Namespace) -> None:
         lang=args.lang,
         target=StoreChoice(args.store, args.uri, args.collection),
         multimodal=args.multimodal,
+        sparse=args.sparse,
         chunk_size=args.chunk_size,
         index_type=index_type_of(args),
         options=IndexOptions(

@@ -30,6 +30,7 @@ from needle_retrieval.defaults import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MODEL,
     DEFAULT_TOP_K,
+    EVAL_MODES,
     MODES,
     QUERY_BATCH,
     RUN_DEPTH,
@@ -88,6 +89,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also build a BM25 index (with --store milvus: Milvus's BM25 function on the collection, so BM25 "
         "and hybrid search run inside Milvus)",
+    )
+    ix.add_argument(
+        "--sparse",
+        metavar="MODEL",
+        help="also build a learned sparse (SPLADE-style) part with this sentence-transformers SparseEncoder, e.g. "
+        "naver/splade-cocondenser-ensembledistil or prithivida/Splade_PP_en_v1 (FAISS store only); searched with "
+        "--mode sparse, and fused with dense in hybrid and rrf mode in place of BM25",
     )
     ix.add_argument(
         "--duplicate-ids",
@@ -184,7 +192,8 @@ def parser() -> argparse.ArgumentParser:
         "--mode",
         choices=MODES,
         help="default: hybrid when the index has both parts; rrf = "
-        "Haystack's reciprocal rank fusion of the same two lists (on a Milvus index: Milvus's own RRF)",
+        "Haystack's reciprocal rank fusion of the same two lists (on a Milvus index: Milvus's own RRF); sparse = the "
+        "learned sparse part (`needle index --sparse`), which is also the side fused with dense when the index has one",
     )
     se.add_argument("--model", help="query model; must be the one the index was built with")
     se.add_argument(
@@ -212,7 +221,7 @@ def parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset (nDCG@10, recall, MRR, MAP)")
     ev.add_argument("dataset_dir", nargs="?", help="BEIR dir: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
     how = ev.add_mutually_exclusive_group()
-    how.add_argument("--mode", choices=MODES, default="dense", help="default: dense")
+    how.add_argument("--mode", choices=EVAL_MODES, default="dense", help="default: dense")
     how.add_argument("--pipeline", help="YAML pipeline with a `query` input and a `documents` output")
     ev.add_argument(
         "--store",

@@ -37,7 +37,7 @@ from needle_retrieval.index.embeddings_in import (
 from needle_retrieval.index.generations import GENERATION, LAYOUT, check_target, previous_embeddings, take_lock
 from needle_retrieval.index.manifest import IndexManifest, file_sha256
 from needle_retrieval.index.options import DEFAULT_OPTIONS, IndexOptions, check_store_settings
-from needle_retrieval.index.parts import build_bm25, build_dense
+from needle_retrieval.index.parts import build_bm25, build_dense, build_sparse
 from needle_retrieval.index.templates import save_search_pipelines
 from needle_retrieval.pipelines.embedders import Recorded
 from needle_retrieval.progress import Stages, note
@@ -76,6 +76,7 @@ def build_index(
     index_type: DenseIndexType = FLAT,
     options: IndexOptions = DEFAULT_OPTIONS,
     embeddings: Path | None = None,
+    sparse: str | None = None,
 ) -> IndexManifest:
     """
     Index CORPUS into a new generation of OUT: dense (FAISS or Milvus + embeddings.npy) and/or BM25, manifest,
@@ -96,6 +97,9 @@ def build_index(
     ``embeddings``: a ``.npy`` of the corpus's vectors computed elsewhere (row i = corpus document i, float32 or
     float16), checked and copied into the generation, and indexed without loading MODEL
     (``needle_retrieval.index.embeddings_in``); not with ``overwrite``, ``seed``, ``multimodal`` or without ``dense``.
+    ``sparse``: a sentence-transformers SparseEncoder (SPLADE-style; hub id or local directory) whose document
+    vectors make a learned sparse part (sparse/, ``components.stores.sparse``); the manifest records the model and
+    every sparse search encodes queries with it. With a dense part, hybrid and rrf fuse dense with it instead of BM25.
 
     :raises NeedleError: missing corpus, nothing to build, or an OUT that is a file, read-only, or a stranger's
         non-empty directory (never written into); a Milvus option that does not fit (naming the flag).
@@ -105,8 +109,9 @@ def build_index(
     corpus, out = Path(corpus), Path(out)
     chunk_size = check_chunk_size(chunk_size)
     check_corpus(corpus)
-    if not dense and not bm25:
-        raise NeedleError("nothing to build: --no-dense needs --bm25")
+    if not dense and not bm25 and not sparse:
+        raise NeedleError("nothing to build: --no-dense needs --bm25 or --sparse")
+    check_sparse_options(sparse, target.store, multimodal)
     check_index_type_options(index_type, store=target.store, dense=dense, multimodal=multimodal)
     if index_type.kind.startswith("ivf"):  # nlist sized to the corpus and the vectors it trains on
         training = TRAINING_SAMPLE if embeddings is not None else chunk_size  # a file trains on a sample of it
@@ -143,7 +148,7 @@ def build_index(
         seeded = reuse is None and seed is not None and encode
         build = Build(
             corpus, out, model, overwrite, dense, bm25, lang, target, reuse or seed, seeded, embedder, multimodal,
-            chunk_size, index_type, options, brought,
+            chunk_size, index_type, options, brought, sparse=sparse,
         )  # fmt: skip
         before = server_collections(out, target)
         try:
@@ -190,6 +195,7 @@ class Build:
     )
     brought: BroughtEmbeddings | None = None  # --embeddings, copied in first (needle_retrieval.index.embeddings_in)
     built: IndexManifest | None = None
+    sparse: str | None = None  # --sparse MODEL: a learned sparse part encoded by that SparseEncoder
 
     @property
     def manifest(self) -> IndexManifest:
@@ -241,7 +247,7 @@ class Build:
             return self.fill_images(partial, reuse)
         return fill_generation(
             partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse,
-            self.embedder, self.chunk_size, self.index_type, self.options, self.brought,
+            self.embedder, self.chunk_size, self.index_type, self.options, self.brought, self.sparse,
         )  # fmt: skip
 
     def fill_images(self, partial: Path, reuse: Path | None) -> IndexManifest:
@@ -367,6 +373,7 @@ def fill_generation(
     index_type: DenseIndexType = FLAT,
     options: IndexOptions = DEFAULT_OPTIONS,
     brought: BroughtEmbeddings | None = None,
+    sparse: str | None = None,
 ) -> IndexManifest:
     """Build every part of one generation into PARTIAL and write its search pipelines; returns its manifest.
 
@@ -388,6 +395,10 @@ def fill_generation(
         documents_from = out.resolve() / final / "dense" if dense else None
         count = build_bm25(corpus, partial, lang, documents_from, chunk_size, options)
         modes.append("bm25")
+    if sparse:
+        documents_from = out.resolve() / final / "dense" if dense else None  # as BM25's: the dense part's documents
+        count = build_sparse(corpus, partial, sparse, documents_from, chunk_size, options)
+        modes.append("sparse")
     manifest = IndexManifest(
         corpus=corpus.name,
         documents=count,
@@ -398,7 +409,20 @@ def fill_generation(
         embedder=embedder if dense else None,
         dense_index=index_type.recorded() if dense else None,
         store_settings=options.recorded() if dense else None,
+        sparse_model=sparse or None,
         generation=final,
     )
-    save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if len(modes) == 2 else []))
+    save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if manifest.fused_side else []))
     return manifest
+
+
+def check_sparse_options(sparse: str | None, store: str, multimodal: bool) -> None:
+    """Refuse ``--sparse`` where no learned sparse part can be built, naming the flag."""
+    if sparse is None:
+        return
+    if not isinstance(sparse, str) or not sparse.strip():
+        raise NeedleError(f"--sparse needs a SparseEncoder model (a hub id or a local directory), got {sparse!r}")
+    if store != "faiss":
+        raise NeedleError("--sparse builds a part beside FAISS and BM25: it does not go with --store milvus")
+    if multimodal:
+        raise NeedleError("--sparse encodes text: it does not go with --multimodal")

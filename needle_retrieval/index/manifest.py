@@ -8,6 +8,8 @@ Layout of one generation (see ``needle_retrieval.index.generations`` for the dir
     DIR/gen-NNNNNN/embeddings.npy       corpus embeddings, row i = corpus line i (+ its fingerprint .json)
     DIR/gen-NNNNNN/dense/               FAISS document store (vectors + documents)
     DIR/gen-NNNNNN/bm25/                BM25 index (when built with --bm25; reads documents from dense/)
+    DIR/gen-NNNNNN/sparse/              learned sparse (SPLADE-style) index of --sparse MODEL (reads documents
+                                        from dense/ when there is one: ``components.stores.sparse``)
     DIR/gen-NNNNNN/milvus.db/           instead of dense/ and bm25/ with --store milvus: a Milvus Lite database
                                         (or, with --uri, a collection on a server: see
                                         ``needle_retrieval.index.milvus``)
@@ -43,7 +45,7 @@ from needle_retrieval.index.options import check_store_settings
 from needle_retrieval.pipelines.embedders import spec_of
 from needle_retrieval.ultrarag.embedder_spec import manifest_record
 
-PARTS = ("dense", "bm25")
+PARTS = ("dense", "bm25", "sparse")
 # The search pipeline of each mode over a Milvus collection: hybrid is the same MixRetrieveRanker fusion as over
 # FAISS + bm25s, rrf is Milvus's own hybrid search (its RRF ranker).
 MILVUS_TEMPLATES = {"dense": "milvus_dense", "bm25": "milvus_bm25", "hybrid": "milvus_mix", "rrf": "milvus_hybrid"}
@@ -103,6 +105,7 @@ class IndexManifest:
     store_settings: dict[str, Any] | None = (
         None  # the dense store's own settings (needle_retrieval.index.options); None: none
     )
+    sparse_model: str | None = None  # the SparseEncoder of the sparse part (`needle index --sparse MODEL`); None: none
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
 
@@ -115,6 +118,7 @@ class IndexManifest:
         unused |= {"dense_index"} if self.dense_index is None else set()
         unused |= {"corpus_sha256"} if self.corpus_sha256 is None else set()
         unused |= {"store_settings"} if self.store_settings is None else set()
+        unused |= {"sparse_model"} if self.sparse_model is None else set()
         kept = {k: v for k, v in asdict(self).items() if k not in unused}
         if self.embedder is not None:  # the build's own record may name the user's Infinity venv: never kept
             kept["embedder"] = manifest_record(self.embedder)
@@ -179,6 +183,9 @@ class IndexManifest:
             raise NeedleError(
                 f"{where}: a dense part needs a model name and a dimension, got {self.model!r:.80}, {self.dim!r:.40}"
             )
+        sparse_problem = self._sparse_problem()
+        if sparse_problem is not None:
+            raise NeedleError(f"{where}: {sparse_problem}")
         if self.corpus_sha256 is not None and not (
             isinstance(self.corpus_sha256, str) and SHA256.fullmatch(self.corpus_sha256)
         ):
@@ -205,6 +212,17 @@ class IndexManifest:
         except NeedleError as error:
             raise NeedleError(f"{where}: {error}") from None
 
+    def _sparse_problem(self) -> str | None:
+        """What is wrong with the learned sparse part's record (its model, its store), or None."""
+        recorded: object = self.sparse_model  # as read from the file: any JSON value
+        if "sparse" not in self.modes:
+            return None if recorded is None else f"sparse_model {recorded!r:.80} without a sparse part"
+        if not isinstance(recorded, str) or not recorded.strip():
+            return f"a sparse part needs the name of its model, got {recorded!r:.80}"
+        if self.store != "faiss":
+            return f"a sparse part lives beside FAISS and BM25 parts, not in {self.store}"
+        return None
+
     def _image_problem(self) -> str | None:
         """What is wrong with the ``multimodal`` field and the parts beside it, or None."""
         recorded: object = self.multimodal  # as read from the file: any JSON value
@@ -213,6 +231,14 @@ class IndexManifest:
         if self.multimodal and (self.modes != ["dense"] or self.store != "faiss"):
             return f"a multimodal index has a dense FAISS part only, got modes {self.modes!r} in {self.store}"
         return None
+
+    @property
+    def fused_side(self) -> str | None:
+        """The part fused with the dense one in hybrid and rrf mode: the learned sparse part when the index has one
+        (``needle index --sparse``), else BM25; None when the index has no dense part or neither."""
+        if "dense" not in self.modes:
+            return None
+        return "sparse" if "sparse" in self.modes else "bm25" if "bm25" in self.modes else None
 
     def template(self, mode: str, batch: bool = False) -> str:
         """The pipelines/ template that searches this index in MODE (its batch variant with ``batch``)."""

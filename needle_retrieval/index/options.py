@@ -60,6 +60,13 @@ class IndexOptions:
                     pf.set_init_param(data, f"writer.document_store.{key}", value)
             set_batch_size(data, self.batch_size)
 
+    def apply_sparse(self, data: dict[str, Any]) -> None:
+        """Set the reader's rule and the sparse document embedder's batch size in sparse_index.yaml's DATA (the
+        dense store's settings and the BM25 tokenizer are not its business)."""
+        if self.duplicate_ids != "error":
+            pf.set_init_param(data, "reader.duplicate_ids", self.duplicate_ids)
+        set_batch_size(data, self.batch_size)
+
 
 def set_batch_size(data: dict[str, Any], batch_size: int | None) -> None:
     """Give the ``embedder`` of the index template DATA BATCH_SIZE texts per encode batch (None: keep its own).

@@ -1,8 +1,10 @@
-"""The FAISS and BM25 parts of an index generation, each built by its YAML index pipeline, chunk by chunk.
+"""The FAISS, BM25 and learned sparse parts of an index generation, each built by its YAML index pipeline, chunk by
+chunk.
 
 ``build_dense`` runs ``pipelines/dense_index.yaml`` (embeddings into DIR/gen-NNNNNN/embeddings.npy and the FAISS
 store in dense/), ``build_bm25`` runs ``pipelines/bm25_index.yaml`` (bm25/); both stream the corpus through
-``needle_retrieval.index.streaming`` and save their store once at the end (``save_store``), each stage of the save shown
+``needle_retrieval.index.streaming`` and save their store once at the end (``build_sparse`` likewise runs
+``pipelines/sparse_index.yaml`` into sparse/) (``save_store``), each stage of the save shown
 as a progress step (``needle: saving (BM25): weighting terms 100,000/200,000 docs ...``), and last the hashing of the
 files it wrote, in bytes (``needle: saving (dense): digesting 1,048,576/52,428,800 bytes ...``). An embedding file
 carried over from the previous generation (``carry_embeddings``) is kept only when its fingerprint matches this
@@ -148,4 +150,32 @@ def build_bm25(
     pipeline = pf.build(data)
     written = run_chunked(pipeline, corpus, chunk_size, "Indexing (BM25)")
     save_store(pipeline, "BM25")
+    return written
+
+
+def build_sparse(
+    corpus: Path,
+    generation: Path,
+    model: str,
+    documents_from: Path | None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    options: IndexOptions = DEFAULT_OPTIONS,
+) -> int:
+    """
+    Run pipelines/sparse_index.yaml into GENERATION/sparse with the SparseEncoder MODEL, once per CHUNK_SIZE
+    documents, saving the sparse store once at the end; returns the number of documents written.
+
+    ``documents_from``: the dense part of the same generation, where it will be once live; the sparse part then
+    stores no documents of its own. ``options``: the reader's duplicate-id rule and the embedder's batch size.
+    """
+    data = pf.load_template("sparse_index")
+    pf.set_init_param(data, "embedder.model", model)
+    pf.set_init_param(data, "writer.document_store.path", str(generation / "sparse"))
+    if documents_from is not None:
+        pf.set_init_param(data, "writer.document_store.document_store_path", str(documents_from))
+    pf.set_init_param(data, "writer.document_store.autosave", False)
+    options.apply_sparse(data)
+    pipeline = pf.build(data)
+    written = run_chunked(pipeline, corpus, chunk_size, "Indexing (sparse)")
+    save_store(pipeline, "sparse")
     return written

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from components.embedders.embedder_roles import EmbedderRole, sparse_embedder_type
 from needle_retrieval.defaults import DEFAULT_TOP_K, HAYHOOKS_DIR
 from needle_retrieval.index.dense_type import DenseIndexType
 from needle_retrieval.index.manifest import IndexManifest
@@ -28,6 +29,8 @@ from needle_retrieval.pipelines.fusion import FusionSetting, apply_fusion, index
 FAISS_STORE = "components.stores.faiss.document_store.FAISSDocumentStore"
 BM25_STORE = "components.stores.bm25.document_store.BM25DocumentStore"
 MILVUS_STORE = "components.stores.milvus.document_store.MilvusDocumentStore"
+SPARSE_STORE = "components.stores.sparse.document_store.SparseDocumentStore"
+FUSED = ("hybrid", "hybrid_batch", "rrf", "rrf_batch")  # the FAISS templates that fuse dense with the bm25 component
 
 
 def search_pipeline(base: Path, manifest: IndexManifest, name: str) -> dict[str, Any]:
@@ -41,6 +44,10 @@ def search_pipeline(base: Path, manifest: IndexManifest, name: str) -> dict[str,
     root = base / manifest.generation
     if "embedder" in data["components"]:
         set_query_embedder(data, manifest.model, manifest.embedder, batch=name.endswith("_batch"))
+    if name in FUSED and manifest.fused_side == "sparse":
+        fuse_learned_sparse(data, batch=name.endswith("_batch"))
+    if "sparse_embedder" in data["components"]:
+        pf.set_init_param(data, "sparse_embedder.model", manifest.sparse_model)
     for component, spec in data["components"].items():
         store = spec["init_parameters"].get("document_store")
         if store is not None:
@@ -61,6 +68,54 @@ def _set_bm25_store(data: dict[str, Any], component: str, manifest: IndexManifes
     pf.set_init_param(data, f"{component}.document_store.path", str(root / "bm25"))
     shared = str(root / "dense") if "dense" in manifest.modes else None
     pf.set_init_param(data, f"{component}.document_store.document_store_path", shared)
+
+
+def _set_sparse_store(data: dict[str, Any], component: str, manifest: IndexManifest, root: Path) -> None:
+    """Point a sparse store at the generation's sparse part, sharing the dense part's documents when it has one."""
+    pf.set_init_param(data, f"{component}.document_store.path", str(root / "sparse"))
+    shared = str(root / "dense") if "dense" in manifest.modes else None
+    pf.set_init_param(data, f"{component}.document_store.document_store_path", shared)
+
+
+# The learned sparse side of a fused template, by batch-ness: its retriever (the batch templates hand Candidates to
+# their joiner, as their BM25 side does) and the sockets between it and its query embedder.
+_SPARSE_SIDE = {
+    False: (
+        "components.retrievers.sparse.retriever.SparseEmbeddingRetriever",
+        ("text", "sparse_embedding", "query_sparse_embedding"),
+    ),
+    True: (
+        "components.retrievers.sparse.batch_candidate_retriever.SparseEmbeddingBatchCandidateRetriever",
+        ("texts", "sparse_embeddings", "query_sparse_embeddings"),
+    ),
+}
+
+
+def fuse_learned_sparse(data: dict[str, Any], batch: bool) -> None:
+    """Make a FAISS hybrid or rrf template DATA fuse dense with the learned sparse part instead of BM25: its ``bm25``
+    component becomes ``sparse_embedder`` -> ``sparse`` (same ``top_k``, same joiner socket), fed the same query.
+
+    The sparse embedder takes no ``query_instruction``: an instruction is the dense model's, and a request's goes to
+    the dense embedder alone (``needle_retrieval.pipelines.feed``).
+    """
+    retriever, (text, vector, query_vector) = _SPARSE_SIDE[batch]
+    embedder = sparse_embedder_type("sentence_transformers", EmbedderRole.for_queries(batch))
+    bm25 = data["components"].pop("bm25")
+    data["components"]["sparse_embedder"] = {"type": embedder, "init_parameters": {"progress_bar": False}}
+    data["components"]["sparse"] = {
+        "type": retriever,
+        "init_parameters": {
+            "top_k": bm25["init_parameters"]["top_k"],
+            "document_store": {"type": SPARSE_STORE, "init_parameters": {}},
+        },
+    }
+    for connection in data["connections"]:
+        if connection["sender"].startswith("bm25."):
+            connection["sender"] = "sparse." + connection["sender"].removeprefix("bm25.")
+    data["connections"].insert(0, {"sender": f"sparse_embedder.{vector}", "receiver": f"sparse.{query_vector}"})
+    for name, targets in data["inputs"].items():
+        listed = targets if isinstance(targets, list) else [targets]
+        data["inputs"][name] = [f"sparse_embedder.{text}" if t.startswith("bm25.") else t for t in listed]
 
 
 def set_default_top_k(data: dict[str, Any]) -> None:
@@ -87,6 +142,7 @@ STORE_FILLERS: dict[str, StoreFiller] = {
     FAISS_STORE: _set_faiss_store,
     BM25_STORE: _set_bm25_store,
     MILVUS_STORE: _set_milvus_store,
+    SPARSE_STORE: _set_sparse_store,
 }
 
 

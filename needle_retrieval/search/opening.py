@@ -78,19 +78,21 @@ class OpenedSearch:
 
 
 def best_mode(manifest: IndexManifest) -> str:
-    """Hybrid when the index has both dense and BM25 parts, else whichever it has."""
-    return "hybrid" if {"dense", "bm25"} <= set(manifest.modes) else manifest.modes[0]
+    """Hybrid when the index has a dense part and one to fuse with it (learned sparse, else BM25), else whichever
+    part it has."""
+    return "hybrid" if manifest.fused_side else manifest.modes[0]
 
 
 def check_mode(manifest: IndexManifest, mode: str, index_dir: Path) -> None:
     """Refuse a mode the index was not built for, saying how to build it."""
-    needed = {"dense", "bm25"} if mode in ("hybrid", "rrf") else {mode}
+    needed = {"dense", manifest.fused_side or "bm25"} if mode in ("hybrid", "rrf") else {mode}
     missing = needed - set(manifest.modes)
     if missing:
+        flags = {"bm25": " --bm25", "sparse": " --sparse MODEL"}
         raise NeedleError(
             f"index {index_dir} has no {' or '.join(sorted(missing))} part (it has: {', '.join(manifest.modes)}); "
             f"rebuild it with `needle index CORPUS --out {index_dir}"
-            f"{' --bm25' if 'bm25' in missing else ''}`"
+            f"{''.join(flags.get(part, '') for part in sorted(missing))}`"
         )
 
 

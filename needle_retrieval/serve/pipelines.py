@@ -35,7 +35,7 @@ from needle_retrieval.search.opening import PROBE_QUERY as PROBE_QUERY  # kept w
 from needle_retrieval.search.opening import SearchKnobs, open_search
 from needle_retrieval.search.opening import share_stores as share_stores  # kept where it was
 
-FUSED_MODES = ("hybrid", "rrf")  # modes that need both the dense and the BM25 part
+FUSED_MODES = ("hybrid", "rrf")  # modes that fuse the dense part with another (learned sparse, else BM25)
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,9 @@ class ServedPipelines:
 
 
 def servable_modes(manifest: IndexManifest) -> list[str]:
-    """The search modes this index has every part for, in MODES order."""
+    """The search modes this index has every part for, in MODES order (a fused mode needs ``fused_side``)."""
     parts = set(manifest.modes)
-    return [mode for mode in MODES if ({"dense", "bm25"} if mode in FUSED_MODES else {mode}) <= parts]
+    return [mode for mode in MODES if (manifest.fused_side is not None if mode in FUSED_MODES else mode in parts)]
 
 
 def root_cause(error: BaseException) -> BaseException:

@@ -7,7 +7,8 @@ Hayhooks feeds them. What a user would see of each run (documents written; the t
 with what it must be, all files at once, so one broken file does not hide another.
 
 The only edits are those a user makes for their machine, each replacing one line of the file: a local model
-directory where the file names a model the hub would have to send (the CLIP model, the cross-encoder; tests are
+directory where the file names a model the hub would have to send (the CLIP model, the cross-encoder, the SPLADE
+model: tests/support/tiny_splade.py's untrained one, so the sparse files are checked for their wiring; tests are
 offline), and the address of a local server where the file names a service: Infinity serving all-MiniLM-L6-v2 as
 the OpenAI-compatible embedding service of the demo files, and the Tavily-protocol server of
 tests/support/servers/websearch.py for the web search files. Milvus Lite runs in process.
@@ -35,13 +36,14 @@ from tests.components.rankers.test_local_cross_encoder import minilm_cross_encod
 from tests.support.clip import PAIRS, build_clip, toy_image, train_clip
 from tests.support.paths import REPO
 from tests.support.servers.websearch import API_KEY, serve
+from tests.support.tiny_splade import tiny_splade_path
 
 pytestmark = pytest.mark.integration
 ZIP = "read and write ZIP files"
 CSV = "read and write CSV files"
 CORPUS = "samples/python_docs.jsonl"
 IMAGES = "images/corpus.jsonl"
-INDEX_FILES = ["dense_index", "bm25_index", "milvus_index", "demo_openai_milvus_index", "image_index"]
+INDEX_FILES = ["dense_index", "bm25_index", "milvus_index", "demo_openai_milvus_index", "image_index", "sparse_index"]
 SEARCH_FILES = [
     "dense_search",
     "dense_batch_search",
@@ -65,6 +67,8 @@ SEARCH_FILES = [
     "image_batch_search",
     "web_search",
     "web_local_mix_search",
+    "sparse_search",
+    "sparse_batch_search",
 ]
 BATCH_QUERIES = [ZIP, CSV]
 IMAGE_QUERY = "blue triangle"
@@ -117,6 +121,7 @@ WALK: dict[str, tuple[object, Seen, object]] = {
     "milvus_index": (CORPUS, written, 274),
     "demo_openai_milvus_index": (CORPUS, written, 274),
     "image_index": (IMAGES, written, len(PAIRS)),
+    "sparse_index": (CORPUS, written, 274),
     "dense_search": (ZIP, first_hits("retriever"), (5, "zipfile-0")),
     "dense_batch_search": (BATCH_QUERIES, first_hits_per_query("retriever"), [(5, "zipfile-0"), (5, "csv-0")]),
     "bm25_search": (ZIP, first_hits("retriever"), (5, "zipfile-0")),
@@ -151,6 +156,8 @@ WALK: dict[str, tuple[object, Seen, object]] = {
     "image_batch_search": (IMAGE_QUERIES, first_hits_per_query("retriever"), [(5, "red"), (5, "blue")]),
     "web_search": (ZIP, web_hits, (5, f"{ZIP} #1", "tavily", "web")),
     "web_local_mix_search": (ZIP, joined_hits, (8, ["dense", "web"], True)),
+    "sparse_search": (ZIP, first_hits("retriever"), (5, "ast-1")),  # the untrained tiny SPLADE's pick
+    "sparse_batch_search": (BATCH_QUERIES, first_hits_per_query("retriever"), [(5, "ast-1"), (5, "wave-2")]),
 }
 
 
@@ -194,6 +201,7 @@ def machine_edits(clip: str, cross_encoder: str, embeddings: InfinityServer, min
         "model_name: text-embedding-3-small": f"model_name: {minilm}",
     }
     web_url = {"base_url: null": f"base_url: {web}"}
+    splade = {"model: prithivida/Splade_PP_en_v1": f"model: {tiny_splade_path(minilm)}"}
     return {
         "hybrid_rerank": {"model_path: /models/bge-reranker-base": f"model_path: {cross_encoder}"},
         "demo_openai_milvus_index": demo,
@@ -203,6 +211,9 @@ def machine_edits(clip: str, cross_encoder: str, embeddings: InfinityServer, min
         "image_batch_search": clip_model,
         "web_search": web_url,
         "web_local_mix_search": web_url,
+        "sparse_index": splade,
+        "sparse_search": splade,
+        "sparse_batch_search": splade,
     }
 
 

@@ -24,7 +24,7 @@ from components.retrievers.bm25.batch_candidate_retriever import BM25BatchCandid
 from components.retrievers.candidates import Candidates
 from components.retrievers.faiss.batch_candidate_retriever import FAISSBatchCandidateRetriever
 from components.stores.hits import collector_paused
-from needle_retrieval.defaults import DEFAULT_MODEL, DEFAULT_TOP_K, MODES
+from needle_retrieval.defaults import DEFAULT_MODEL, DEFAULT_TOP_K
 from needle_retrieval.index.build import build_index
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.templates import fill_search_pipeline
@@ -32,6 +32,8 @@ from needle_retrieval.pipelines import files as pf
 from needle_retrieval.pipelines.direct_run import DirectRun
 from needle_retrieval.search.searcher import Searcher
 from tests.support.paths import SAMPLE
+
+MODES = ("dense", "bm25", "hybrid", "rrf")  # the modes of the --bm25 index built here (no learned sparse part)
 
 QUERIES = [
     "compress data with gzip",

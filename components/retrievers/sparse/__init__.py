@@ -1,0 +1,1 @@
+"""Retrievers over the learned sparse document store (``components.stores.sparse``)."""
