@@ -94,6 +94,7 @@ def cmd_index(args: argparse.Namespace) -> None:
             duplicate_ids=args.duplicate_ids,
             bm25_tokenizer=None if args.bm25_tokenizer == "bm25s" else args.bm25_tokenizer,
             batch_size=args.batch_size,
+            tenant_field=args.tenant_field,
             store_settings=store_settings,
         ),
         embeddings=None if args.embeddings is None else Path(args.embeddings),
@@ -146,7 +147,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     searcher = Searcher(
         given.index_dir, given.mode, given.top_k, model=args.model, fusion=args.fusion,
         query_instruction=given.instruction, bm25_threads=args.threads, trust=trust_of(args, given.config),
-        nprobe=args.nprobe, ef_search=args.ef_search, min_score=args.min_score,
+        nprobe=args.nprobe, ef_search=args.ef_search, min_score=args.min_score, tenant=given.tenant,
     )  # fmt: skip
     size = args.batch_size or QUERY_BATCH
     try:

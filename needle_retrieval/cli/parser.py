@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 from components.checks import MAX_QUERIES, MAX_TOP_K
 from components.stores.bm25.languages import LANGUAGES  # the codes only: imports nothing heavy
+from components.stores.tenant_fields import tenant_field_problem, tenant_value_problem  # light: a regex
 from needle_retrieval.cli.index_type_flags import add_index_type_flags, add_search_time_flags
 from needle_retrieval.cli.options import (
     EXIT_USAGE,
@@ -53,6 +54,22 @@ def add_fusion_flag(command: argparse.ArgumentParser, what: str) -> None:
         help=f"fusion parameters for this {what} only: a file `needle tune --out` wrote, or default (the "
         "rankers' own, whatever DIR/fusion.json holds); default: the index's own (DIR/fusion.json if tuned)",
     )
+
+
+def tenant_field_flag(text: str) -> str:
+    """``--tenant-field``'s value, checked (``components.stores.tenant_fields``)."""
+    problem = tenant_field_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def tenant_flag(text: str) -> str:
+    """``--tenant``'s value, checked (``components.stores.tenant_fields``)."""
+    problem = tenant_value_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -152,6 +169,14 @@ def parser() -> argparse.ArgumentParser:
         "index records it",
     )
     ix.add_argument(
+        "--tenant-field",
+        type=tenant_field_flag,
+        metavar="meta.KEY",
+        help="faiss: the meta field that tells the corpus's tenants apart (e.g. meta.tenant, from each line's "
+        '"tenant"); the index records it, `needle search --tenant T` then searches T\'s documents only, as fast as '
+        "an index of T's documents alone (see the tenants guide)",
+    )
+    ix.add_argument(
         "--chunk-size",
         type=chunk_size_number,
         default=DEFAULT_CHUNK_SIZE,
@@ -186,6 +211,13 @@ def parser() -> argparse.ArgumentParser:
         help="drop hits scoring below X (fewer than --top-k may come back): the mode's final score, fused in hybrid "
         "and rrf mode; BM25 scores are unbounded, dense ones cosine or inner product (see the score-threshold "
         "guide); default: keep every hit",
+    )
+    se.add_argument(
+        "--tenant",
+        type=tenant_flag,
+        metavar="T",
+        help="search only the documents of tenant T: those whose recorded tenant field (`needle index --tenant-field`, "
+        "or a Milvus index's --partition-key) holds T; every mode, fused ones on both sides",
     )
     se.add_argument("--config", help=CONFIG_HELP + "; it names the index, so give only QUERY...")
     se.add_argument(

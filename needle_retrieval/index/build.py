@@ -119,6 +119,8 @@ def build_index(
     problem = check_store_settings(target.store, options.recorded() if dense else None)
     if problem is not None:
         raise NeedleError(problem)
+    if options.tenant_field is not None and target.store != "faiss":
+        raise NeedleError("--tenant-field is for --store faiss; a Milvus collection takes --partition-key KEY")
     if target.store == "milvus":
         from needle_retrieval.index.milvus import check_milvus_options
 
@@ -409,6 +411,7 @@ def fill_generation(
         embedder=embedder if dense else None,
         dense_index=index_type.recorded() if dense else None,
         store_settings=options.recorded() if dense else None,
+        tenant_field=options.tenant_field,
         sparse_model=sparse or None,
         generation=final,
     )

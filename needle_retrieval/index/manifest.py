@@ -35,6 +35,7 @@ from components.stores.bm25.languages import LANGUAGES
 from components.stores.crash_safe_generations import MANIFEST
 from components.stores.crash_safe_generations import STORES as SAVED_STORES
 from components.stores.file_digests import DIGESTS
+from components.stores.tenant_fields import tenant_field_problem
 from needle_retrieval.defaults import HAYHOOKS_DIR, STORES
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import rebuild_hint
@@ -106,6 +107,7 @@ class IndexManifest:
         None  # the dense store's own settings (needle_retrieval.index.options); None: none
     )
     sparse_model: str | None = None  # the SparseEncoder of the sparse part (`needle index --sparse MODEL`); None: none
+    tenant_field: str | None = None  # the meta field of the tenants (`needle index --tenant-field`); None: none
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     generation: str = field(default="", compare=False)  # the directory it was read from; not recorded in it
 
@@ -118,6 +120,7 @@ class IndexManifest:
         unused |= {"dense_index"} if self.dense_index is None else set()
         unused |= {"corpus_sha256"} if self.corpus_sha256 is None else set()
         unused |= {"store_settings"} if self.store_settings is None else set()
+        unused |= {"tenant_field"} if self.tenant_field is None else set()
         unused |= {"sparse_model"} if self.sparse_model is None else set()
         kept = {k: v for k, v in asdict(self).items() if k not in unused}
         if self.embedder is not None:  # the build's own record may name the user's Infinity venv: never kept
@@ -194,6 +197,10 @@ class IndexManifest:
             raise NeedleError(f"{where}: store must be one of {', '.join(STORES)}, got {self.store!r}")
         if self.bm25_lang is not None and self.bm25_lang not in LANGUAGES:
             raise NeedleError(f"{where}: bm25_lang must be one of {', '.join(LANGUAGES)}, got {self.bm25_lang!r:.80}")
+        if self.tenant_field is not None and (problem := tenant_field_problem(self.tenant_field)) is not None:
+            raise NeedleError(f"{where}: tenant_field: {problem}")
+        if self.tenant_field is not None and self.store != "faiss":
+            raise NeedleError(f"{where}: tenant_field is for a FAISS index (Milvus records its partition key)")
         settings_problem = check_store_settings(self.store, self.store_settings)
         if settings_problem is not None:
             raise NeedleError(f"{where}: {settings_problem}")

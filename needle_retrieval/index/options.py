@@ -13,6 +13,10 @@ The manifest records them (``IndexManifest.store_settings``) and every search pi
 with them, so ``needle search DIR`` and ``needle serve DIR`` search the index as it was built, with no parameter
 file. The writer gets all but the search-only ones.
 
+``tenant_field`` is the meta field that tells the corpus's tenants apart (``needle index --tenant-field meta.tenant``):
+the manifest records it (``IndexManifest.tenant_field``), and `needle search --tenant T` filters on it. The FAISS and
+BM25 stores answer that filter from the tenant's rows alone (``components.stores.tenants``); nothing else changes.
+
 ``batch_size`` is the document embedder's texts (images) per encode batch (``needle index --batch-size``): it
 changes how fast the corpus is encoded, not what is indexed, so no manifest records it and the embedding file's
 fingerprint leaves it out (a file built with any batch size is reused).
@@ -42,6 +46,7 @@ class IndexOptions:
     store_settings: Mapping[str, Any] = field(default_factory=dict)
     bm25_tokenizer: str | None = None  # None: the BM25 template's own (bm25s' for --lang); "lucene": Lucene's
     batch_size: int | None = None  # texts per encode batch of the document embedder; None: the embedder's own
+    tenant_field: str | None = None  # the meta field of the tenants (--tenant-field), recorded; None: none
 
     def recorded(self) -> dict[str, Any] | None:
         """What the manifest's ``store_settings`` holds: the settings, or None when there are none."""

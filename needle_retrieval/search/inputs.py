@@ -9,12 +9,17 @@ search then opens the index (``needle_retrieval.search.opening``) and feeds ever
   ``top_k``; else ``DEFAULT_TOP_K``.
 - The instruction: --query-instruction, as given (``""``: none); else the file's ``query_instruction`` read as
   UltraRAG's (``ultrarag_instruction``: its ``""`` keeps the index's); else None, the index's recorded one.
+- The tenant: --tenant T, or None (every document). Once the index is open, ``tenant_filters`` turns it into the
+  filter ``{"field": F, "operator": "==", "value": T}`` on the field F the index recorded (``needle index
+  --tenant-field``, or a Milvus index's partition key), and ``set_tenant_filters`` gives it to every retriever of the
+  search pipeline, so each mode (both sides of a fused one) searches T's documents only. The FAISS and BM25 stores
+  answer such a filter from the tenant's rows alone (``components.stores.tenants``), Milvus from its partition.
 """
 
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from components.checks import check_queries
 from needle_retrieval.defaults import DEFAULT_TOP_K, RUN_DEPTH
@@ -22,6 +27,7 @@ from needle_retrieval.errors import NeedleError
 from needle_retrieval.pipelines.feed import ultrarag_instruction
 
 if TYPE_CHECKING:
+    from needle_retrieval.index.manifest import IndexManifest
     from needle_retrieval.search.runs import BatchRun
     from needle_retrieval.ultrarag.config import UltraRAGConfig
 
@@ -37,6 +43,7 @@ class SearchInputs:
     instruction: str | None  # None: the index's recorded one; "": none
     batch: "BatchRun | None"  # the --queries run, or None
     config: "UltraRAGConfig | None"  # the --config file, or None
+    tenant: str | None = None  # --tenant: search only this tenant's documents; None: every document
 
 
 def search_inputs(args: argparse.Namespace) -> SearchInputs:
@@ -60,8 +67,9 @@ def search_inputs(args: argparse.Namespace) -> SearchInputs:
     if batch is None:
         check_queries(queries, "QUERY")  # before loading anything: one rule for every mode
     return SearchInputs(
-        index_dir, mode, queries, top_k_of(args, batch, config), instruction_of(args, config), batch, config
-    )
+        index_dir, mode, queries, top_k_of(args, batch, config), instruction_of(args, config), batch, config,
+        getattr(args, "tenant", None),
+    )  # fmt: skip
 
 
 def top_k_of(args: argparse.Namespace, batch: "BatchRun | None", config: "UltraRAGConfig | None") -> int:
@@ -80,3 +88,38 @@ def instruction_of(args: argparse.Namespace, config: "UltraRAGConfig | None") ->
     if config is not None:
         return ultrarag_instruction(str(config.spec.settings.get("query_instruction") or ""))
     return None
+
+
+def tenant_field_of(manifest: "IndexManifest") -> str | None:
+    """The field a tenant is told apart by in the index of MANIFEST: the recorded ``tenant_field`` (`needle index
+    --tenant-field`), else a Milvus index's partition key as ``meta.KEY``; None when it records neither."""
+    if manifest.tenant_field is not None:
+        return manifest.tenant_field
+    key = (manifest.store_settings or {}).get("partition_key_field")
+    return f"meta.{key}" if isinstance(key, str) else None
+
+
+def tenant_filters(manifest: "IndexManifest", tenant: str, index_dir: Path) -> dict[str, Any]:
+    """The Haystack filter that keeps TENANT's documents of the index of MANIFEST (at INDEX_DIR).
+
+    :raises NeedleError: The index records no tenant field, saying how to build one that does.
+    """
+    field = tenant_field_of(manifest)
+    if field is None:
+        raise NeedleError(
+            f"--tenant: index {index_dir} records no tenant field; rebuild it with `needle index CORPUS --out "
+            f"{index_dir} --tenant-field meta.KEY` (with --store milvus: --partition-key KEY)"
+        )
+    return {"field": field, "operator": "==", "value": tenant}
+
+
+def set_tenant_filters(data: dict[str, Any], filters: dict[str, Any]) -> None:
+    """Give FILTERS to every retriever of the search pipeline DATA (each component with a document store), on top
+    of filters it already has (both must hold)."""
+    for spec in data["components"].values():
+        params = spec.get("init_parameters") or {}
+        if "document_store" not in params:
+            continue
+        own = params.get("filters")
+        params["filters"] = filters if not own else {"operator": "AND", "conditions": [own, filters]}
+        spec["init_parameters"] = params

@@ -50,7 +50,8 @@ class SearchKnobs:
     ``fusion``: the fused modes' parameters (None: the index's own, DIR/fusion.json or the defaults); ``trust``: what
     the index's pipeline may use (None: what the ``NEEDLE_*`` variables allow); ``bm25_threads``: the bm25s
     retrievers' ``n_threads`` (None: every core); ``nprobe`` / ``ef_search``: an IVF / HNSW index's search width (None:
-    the recorded one); ``min_score``: the answering component's ``score_threshold`` (None: keep every hit).
+    the recorded one); ``min_score``: the answering component's ``score_threshold`` (None: keep every hit);
+    ``tenant``: search only this tenant's documents (``needle_retrieval.search.inputs.tenant_filters``; None: all).
     """
 
     fusion: FusionSetting | None = None
@@ -59,6 +60,7 @@ class SearchKnobs:
     nprobe: int | None = None
     ef_search: int | None = None
     min_score: float | None = None
+    tenant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,10 @@ def search_data(index_dir: Path, manifest: IndexManifest, mode: str, batch: bool
         set_search_time(data, manifest, knobs.nprobe, knobs.ef_search)
     if knobs.min_score is not None:
         set_min_score(data, knobs.min_score)
+    if knobs.tenant is not None:
+        from needle_retrieval.search.inputs import set_tenant_filters, tenant_filters
+
+        set_tenant_filters(data, tenant_filters(manifest, knobs.tenant, index_dir))
     return data
 
 

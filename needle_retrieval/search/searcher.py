@@ -54,6 +54,7 @@ class Searcher:
         nprobe: int | None = None,
         ef_search: int | None = None,
         min_score: float | None = None,
+        tenant: str | None = None,
     ) -> None:
         """Open the index for MODE (None: hybrid when it has dense and BM25 parts, else its one mode).
 
@@ -76,6 +77,8 @@ class Searcher:
         :param min_score: Drop the hits scoring below it from every answer (fewer than ``top_k`` may come back):
             the final score of the mode, so the fused one in hybrid and rrf mode; its scale is the mode's (see
             docs/guides/score-threshold.md). None: keep every hit. A finite number, checked here.
+        :param tenant: Search only the documents of this tenant: those whose tenant field, as the index recorded it
+            (``needle index --tenant-field``, or a Milvus index's partition key), holds it. None: every document.
         """
         self.index_dir = Path(index_dir)
         self.fusion = index_fusion(self.index_dir) if fusion is None else fusion
@@ -85,7 +88,7 @@ class Searcher:
         self.bm25_threads = bm25_threads
         self.trust = trust
         self.search_time = (nprobe, ef_search)
-        knobs = SearchKnobs(self.fusion, trust, bm25_threads, nprobe, ef_search, self.min_score)
+        knobs = SearchKnobs(self.fusion, trust, bm25_threads, nprobe, ef_search, self.min_score, tenant)
         opened = open_search(self.index_dir, mode, model=model, knobs=knobs, query_instruction=query_instruction)
         self.manifest = opened.manifest
         self.mode = opened.mode

@@ -2,12 +2,16 @@
 
 A mixin of ``BM25DocumentStore`` (which loads the index, holds the lock and the documents); kept apart so each
 file stays readable. A search scores against a snapshot of the index outside the lock, then looks up the hit
-documents under it, so writers wait only for the lookups.
+documents under it, so writers wait only for the lookups. A tenant filter (an equality on a meta field, alone or in
+an ``AND``: ``components.stores.tenants``) scores the tenant's documents only
+(``components.stores.bm25.tenant_segments``), with the generic path's hits and scores; what it keeps for that is
+dropped whenever the store changes (``_mutate``).
 """
 
 import itertools
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 from haystack import Document
@@ -15,9 +19,13 @@ from haystack import Document
 from components.checks import check_filters, check_queries, check_query, check_top_k
 from components.stores.async_twins import twin
 from components.stores.bm25.documents import StoredDocuments
-from components.stores.bm25.index import BM25Index, IdHits
+from components.stores.bm25.index import BM25Index, IdHits, IndexSnapshot
+from components.stores.bm25.tenant_segments import BM25Tenants, Masks
 from components.stores.bm25.tokenizers import BM25Tokenizer
 from components.stores.hits import SharedHits, collector_paused, hit_documents
+from components.stores.tenants import tenant_filter
+
+T = TypeVar("T")
 
 
 class BM25Searches:
@@ -99,8 +107,8 @@ class BM25Searches:
         terms = self._tokenizer_ready()(queries)
         with self._lock:
             snapshot = index.snapshot()
-            main_accept, delta_accept = self._documents.filter_masks(snapshot, filters) if filters else (None, None)
-        hits = snapshot.search(terms, top_k, n_threads, main_accept, delta_accept)
+            searched, (main_accept, delta_accept) = self._filtered(snapshot, filters)
+        hits = searched.search(terms, top_k, n_threads, main_accept, delta_accept)
         with self._lock:  # a document deleted since the snapshot is no longer returned
             index = self._ready()
             if index.version != snapshot.version:
@@ -108,6 +116,34 @@ class BM25Searches:
             found = self._documents.get(list(itertools.chain.from_iterable(ids for ids, _ in hits)))
         ends = list(itertools.accumulate(len(ids) for ids, _ in hits))
         return [(found[end - len(ids) : end], scores) for (ids, scores), end in zip(hits, ends, strict=True)]
+
+    def _filtered(self, snapshot: IndexSnapshot, filters: dict[str, Any] | None) -> tuple[IndexSnapshot, Masks]:
+        """What to search for FILTERS (under the lock): SNAPSHOT, or with a tenant filter and the numba backend the
+        tenant's view of it (``BM25Tenants.view``), and the masks of the main and delta rows that match."""
+        tenant = tenant_filter(filters)
+        if tenant is None:
+            return snapshot, self._documents.filter_masks(snapshot, filters) if filters else (None, None)
+        if self.backend == "numba" and snapshot.main is not None:
+            seen, main_accept, delta_accept = self._tenants().view(snapshot, self._documents.get, tenant)
+            return seen, (main_accept, delta_accept)
+        return snapshot, self._tenants().masks(snapshot, self._documents.get, tenant)
+
+    def _tenants(self) -> BM25Tenants:
+        """What this store keeps for tenant filters (made on first use: the store's ``__init__`` stays as it is)."""
+        kept: BM25Tenants | None = self.__dict__.get("_tenant_rows")
+        if kept is None:
+            kept = self.__dict__["_tenant_rows"] = BM25Tenants()
+        return kept
+
+    def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
+        """The store's transaction (``TransactionalStore._mutate``), after which the tenants' rows are read again:
+        a write, delete or meta update may have changed them."""
+        try:
+            result: T = super()._mutate(change)  # type: ignore[misc]  # TransactionalStore's, next in the store's MRO
+            return result
+        finally:
+            with self._lock:
+                self._tenants().clear()
 
     bm25_retrieval_async = twin(bm25_retrieval)
     bm25_retrieval_batch_async = twin(bm25_retrieval_batch)

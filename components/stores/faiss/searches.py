@@ -2,11 +2,15 @@
 
 A mixin of the store (which loads the table and the vectors and holds the lock); kept apart from the writes so
 each file stays readable. ``search`` returns new Documents (``hit_documents``: one loop, no call per hit, with the
-garbage collector paused); ``search_shared_hits`` the stored ones, for fusion.
+garbage collector paused); ``search_shared_hits`` the stored ones, for fusion. A tenant filter (an equality on a meta
+field, alone or in an ``AND``: ``components.stores.tenants``) searches the tenant's rows only
+(``components.stores.faiss.tenant_rows``), with the generic path's hits and scores; what it keeps for that is
+dropped whenever the store changes (``_mutate``).
 """
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 from haystack import Document
@@ -15,8 +19,12 @@ from components.checks import check_filters, check_top_k
 from components.stores.async_twins import twin
 from components.stores.faiss.checks import check_query_embeddings
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
+from components.stores.faiss.tenant_rows import FAISSTenants
 from components.stores.faiss.vector_index import FAISSVectorIndex, exact_search
 from components.stores.hits import SharedHits, collector_paused, hit_documents
+from components.stores.tenants import TenantFilter, tenant_filter
+
+T = TypeVar("T")
 
 
 class FAISSSearches:
@@ -78,11 +86,44 @@ class FAISSSearches:
         check_filters(filters)
         table = self._ready()
         queries = check_query_embeddings(query_embeddings, self.embedding_dim)
+        tenant = tenant_filter(filters)
+        if tenant is not None:
+            scores, rows = self._tenant_nearest(table, queries, top_k, tenant)
+            return table, rows, scores
         candidates = None
         if filters:
             candidates = table.with_embedding(table.filter_rows(filters))
         scores, rows = self._nearest(queries, top_k, candidates)
         return table, rows, scores
+
+    def _tenant_nearest(
+        self, table: SQLiteDocumentTable, queries: np.ndarray, k: int, tenant: TenantFilter
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``_nearest`` among the rows matching a tenant filter: from the tenant's own Flat index when the store's
+        index is an exact Flat one (``FAISSTenants.flat_search``), else the generic FAISS call on the tenant's rows."""
+        tenants = self._tenants()
+        rows = tenants.candidates(table, self._vectors, tenant)
+        vectors = self._vectors
+        if vectors is None or not len(rows[1]) or not len(queries) or not vectors.holds_flat():
+            return self._nearest(queries, k, rows[1])
+        return tenants.flat_search(vectors, self.metric, queries, min(k, len(rows[1])), tenant, rows)
+
+    def _tenants(self) -> FAISSTenants:
+        """What this store keeps for tenant filters (made on first use: the store's ``__init__`` stays as it is)."""
+        kept: FAISSTenants | None = self.__dict__.get("_tenant_rows")
+        if kept is None:
+            kept = self.__dict__["_tenant_rows"] = FAISSTenants()
+        return kept
+
+    def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
+        """The store's transaction (``TransactionalStore._mutate``), after which the tenants' rows are read again:
+        a write, delete or meta update may have changed them."""
+        try:
+            result: T = super()._mutate(change)  # type: ignore[misc]  # TransactionalStore's, next in the store's MRO
+            return result
+        finally:
+            with self._lock:
+                self._tenants().clear()
 
     search_async = twin(search)
     search_shared_hits_async = twin(search_shared_hits)

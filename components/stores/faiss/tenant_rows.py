@@ -1,0 +1,160 @@
+"""A FAISS store's tenant filters (``components.stores.tenants``): rows per value, and a Flat index per tenant.
+
+The generic filtered search decodes every document to test the filter, then asks FAISS for the best vectors
+among the matching rows with an ``IDSelector``, which FAISS tests against every vector of the index: both cost the
+whole corpus, whatever the tenant's share. Here
+
+- the rows of each value of a field come from one SQL pass over the document table (``json_extract`` of the
+  field, no document decoded except the few whose value is not a string or null), kept until the store changes;
+- for an exact Flat index, the tenant's vectors are copied once into a Flat index of their own, kept while they fit
+  a budget (a quarter of the store's vectors, least recently used dropped first), and searched whole (or, for the
+  rest of an ``AND``, with a selector of the rows that pass it): a search costs the tenant's share of the corpus.
+  FAISS scores a vector with the same arithmetic with or without a selector, so the scores are the generic path's
+  to the bit (``tests/components/stores/test_tenant_filters.py`` compares both, on both sides of FAISS's switch to
+  BLAS at 20 queries);
+- for other index types (HNSW, IVF, PQ: approximate, where a smaller index would give other answers) the generic
+  FAISS call runs, with the tenant's rows as candidates: the corpus scan of the filter is what is saved.
+"""
+
+import sqlite3
+from collections import OrderedDict
+from contextlib import nullcontext
+from typing import Any
+
+import faiss
+import numpy as np
+from haystack.document_stores.errors import DocumentStoreError
+from haystack.utils.filters import document_matches_filter
+
+from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded
+from components.stores.faiss.vector_index import FAISSVectorIndex, prepare
+from components.stores.tenants import TenantFilter, ValueRows, field_value
+
+MIN_BUDGET = 10_000
+"""Vectors the Flat indexes of tenants may hold at least, however small the store (a quarter of it otherwise)."""
+_FIELDS = 8  # fields whose rows per value are kept at once (the least recently used dropped first)
+
+
+def json_path(field: str) -> str:
+    """The SQLite JSON path of FIELD (``meta.a.b``) in a stored document (``$."meta"."a"."b"``)."""
+    return "$" + "".join(f'."{key}"' for key in field.split("."))
+
+
+def meta_values(table: SQLiteDocumentTable, field: str) -> ValueRows:
+    """The embedded rows of TABLE grouped by the value of FIELD, read in one SQL pass: a string value straight from
+    ``json_extract``, any other (a number, a boolean, a list) from the decoded document, as Haystack reads it.
+
+    :raises DocumentStoreError: the table cannot be read (naming SQLite's reason).
+    """
+    # The table's own connection and lock (a saved table is read from other threads too): one query, no copy.
+    with getattr(table, "_lock", None) or nullcontext():
+        try:
+            try:
+                found = table._db.execute(_VALUES, (json_path(field),)).fetchall()
+            except sqlite3.OperationalError:  # a document SQLite's JSON cannot read (NaN): each one checked first
+                found = table._db.execute(_CHECKED_VALUES, (json_path(field),)).fetchall()
+            pairs = [(row, value if kind == "text" else None) for row, kind, value in found if kind in _AS_READ]
+            pairs += _decoded_values(table, [row for row, kind, _ in found if kind not in _AS_READ], field)
+        except sqlite3.Error as exc:
+            raise DocumentStoreError(f"corrupted document table ({exc})") from exc
+    return ValueRows(pairs)
+
+
+_VALUES = "SELECT row, json_type(document, ?1), json_extract(document, ?1) FROM documents WHERE embedding IS NOT NULL"
+_CHECKED_VALUES = (
+    "SELECT row, CASE WHEN json_valid(document) THEN json_type(document, ?1) ELSE '?' END,"
+    " CASE WHEN json_valid(document) THEN json_extract(document, ?1) END FROM documents WHERE embedding IS NOT NULL"
+)
+_AS_READ = ("text", "null", None)  # JSON types whose value SQLite gives as Python's JSON does (None: no such key)
+
+
+def _decoded_values(table: SQLiteDocumentTable, rows: list[int], field: str) -> list[tuple[int, Any]]:
+    """(row, value of FIELD) for ROWS, read from their decoded documents (values SQLite's JSON does not give as
+    Python does: numbers, booleans, lists, and documents holding NaN, which only Python's JSON reads)."""
+    pairs = []
+    for start in range(0, len(rows), BATCH):
+        chunk = rows[start : start + BATCH]
+        query = f"SELECT row, document FROM documents WHERE row IN ({','.join('?' * len(chunk))})"
+        pairs += [(row, field_value(decoded(text), field)) for row, text in table._db.execute(query, chunk)]
+    return pairs
+
+
+class FAISSTenants:
+    """One store's rows per value of the fields its tenant filters named, and its tenants' Flat indexes."""
+
+    def __init__(self) -> None:
+        self._fields: OrderedDict[str, ValueRows] = OrderedDict()
+        self._flats: OrderedDict[tuple[str, Any], tuple[np.ndarray, faiss.IndexFlat]] = OrderedDict()
+        self._held = 0  # vectors in self._flats
+        self._owner: tuple[object, object] = (None, None)
+
+    def clear(self) -> None:
+        """Forget everything: the store changed (a write, a delete, a meta update, a reload)."""
+        self._fields.clear()
+        self._flats.clear()
+        self._held = 0
+
+    def _own(self, table: SQLiteDocumentTable, vectors: FAISSVectorIndex | None) -> None:
+        """Forget what was built for another table or index object than TABLE and VECTORS."""
+        if self._owner[0] is not table or self._owner[1] is not vectors:
+            self.clear()
+            self._owner = (table, vectors)
+
+    def candidates(
+        self, table: SQLiteDocumentTable, vectors: FAISSVectorIndex | None, tenant: TenantFilter
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The tenant's embedded rows (ascending, int64), and those of them that match the whole filter."""
+        self._own(table, vectors)
+        values = self._fields.get(tenant.field)
+        if values is None:
+            values = self._fields[tenant.field] = meta_values(table, tenant.field)
+            if len(self._fields) > _FIELDS:
+                self._fields.popitem(last=False)
+        self._fields.move_to_end(tenant.field)
+        rows = values.rows(tenant.value)
+        if tenant.rest is None or not len(rows):
+            return rows, rows
+        documents = table.documents(rows.tolist(), with_embedding=False)
+        keep = [document_matches_filter(tenant.rest, document) for document in documents]
+        return rows, rows[np.asarray(keep, dtype=bool)]
+
+    def flat_search(
+        self,
+        vectors: FAISSVectorIndex,
+        metric: str,
+        queries: np.ndarray,
+        k: int,
+        tenant: TenantFilter,
+        rows: tuple[np.ndarray, np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(Q, k) scores and rows of the best of ROWS[1] (matching rows among the tenant's ROWS[0]) for QUERIES,
+        from the tenant's own Flat index: as the store's Flat index with a selector answers (k <= matching rows)."""
+        tenant_rows, matching = rows
+        flat = self._flat(vectors, metric, (tenant.field, tenant.value), tenant_rows)
+        if len(matching) == len(tenant_rows):
+            distances, positions = flat.search(prepare(queries, metric), k)
+        else:  # the rest of an AND dropped some of the tenant's rows
+            params = faiss.SearchParameters()
+            selector = faiss.IDSelectorBatch(np.searchsorted(tenant_rows, matching).astype(np.int64))
+            params.sel = selector  # kept alive by `selector` until the search returns
+            distances, positions = flat.search(prepare(queries, metric), k, params=params)
+        found = np.where(positions >= 0, tenant_rows[np.maximum(positions, 0)], -1)
+        return (-distances if metric == "l2" else distances), found
+
+    def _flat(self, vectors: FAISSVectorIndex, metric: str, key: tuple[str, Any], rows: np.ndarray) -> faiss.IndexFlat:
+        """The Flat index of ROWS' vectors (the tenant KEY's), kept within the budget once built."""
+        kept = self._flats.get(key)
+        if kept is not None and kept[0] is rows:  # the same ValueRows: the same rows
+            self._flats.move_to_end(key)
+            return kept[1]
+        flat = faiss.IndexFlat(vectors.dim, faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT)
+        flat.add(vectors.reconstruct(rows))  # as the store's index holds them (normalised for cosine)
+        budget = max(vectors.ntotal // 4, MIN_BUDGET)
+        if len(rows) <= budget:
+            if kept is not None:
+                self._held -= len(self._flats.pop(key)[0])
+            while self._flats and self._held + len(rows) > budget:
+                self._held -= len(self._flats.popitem(last=False)[1][0])
+            self._flats[key] = (rows, flat)
+            self._held += len(rows)
+        return flat

@@ -1,0 +1,123 @@
+"""Tenant filters: an equality on one meta field, answered from a per-value row list instead of a corpus scan.
+
+One index often serves many users, each allowed to see only their documents, told apart by a meta field
+(``meta.tenant``). Haystack's filter for that is ``{"field": "meta.tenant", "operator": "==", "value": "acme"}``,
+alone or inside an ``AND`` with other conditions. Evaluated generically, such a filter decodes and tests every
+document of the store; the FAISS and BM25 stores instead recognise it here (``tenant_filter``), keep for each meta
+field they were asked about a list of rows per value (``ValueRows``, built once and kept until the store changes),
+and search only the rows of that value, testing the other conditions of the ``AND`` on those rows alone. The
+answer is the generic path's exactly: the same rows, hence the same hits and scores.
+
+Exactness rests on how Haystack compares: ``==`` is Python's ``==`` (and, for two ISO dates, equal instants). Rows
+are grouped by the field's value in a dict, whose lookup is Python's ``==`` for hashable values; so the fast path
+takes only values a dict compares as Haystack does: strings that do not look like an ISO date, integers, booleans,
+finite floats and None (which matches documents without the field, as Haystack's does). A document whose value
+cannot be a dict key (a list, a mapping) equals none of those, and is left out. Any other filter (OR, NOT, another
+operator, a date or a list as value) takes the generic path. Only the order of errors can differ: a malformed
+condition that the generic path would raise on for a document of another tenant is not evaluated for it here.
+"""
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from haystack import Document
+
+from components.stores.tenant_fields import FIELD
+
+
+@dataclass(frozen=True)
+class TenantFilter:
+    """A filter split into the tenant equality (``field == value``) and the rest of its ``AND`` (None: nothing)."""
+
+    field: str
+    value: Any
+    rest: dict[str, Any] | None
+
+
+def keyable(value: Any) -> bool:
+    """Whether a filter VALUE is one a dict lookup compares exactly as Haystack's ``==`` does (module docstring)."""
+    if value is None or isinstance(value, bool | int):
+        return True
+    if isinstance(value, float):
+        return not math.isnan(value)
+    return isinstance(value, str) and not _looks_like_date(value)
+
+
+def _looks_like_date(value: str) -> bool:
+    """Whether Haystack may compare VALUE as an ISO date (a ``YYYY-MM-DD`` prefix): then ``==`` is not enough."""
+    return len(value) >= 10 and value[:4].isdigit() and value[4] == "-" and value[7] == "-"
+
+
+def tenant_filter(filters: dict[str, Any] | None) -> TenantFilter | None:
+    """The tenant equality of FILTERS (checked Haystack filters) and the rest of its ``AND``, or None when FILTERS is
+    not one: a comparison ``meta.X == value`` (value ``keyable``), alone or among the conditions of a top-level ``AND``
+    (nested ``AND``s included). The first such comparison is the tenant's; the others stay in the rest."""
+    if not filters:
+        return None
+    conditions = _and_conditions(filters)
+    for position, condition in enumerate(conditions):
+        if _is_equality(condition):
+            others = conditions[:position] + conditions[position + 1 :]
+            rest = {"operator": "AND", "conditions": others} if others else None
+            return TenantFilter(condition["field"], condition["value"], rest)
+    return None
+
+
+def _and_conditions(filters: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conditions whose conjunction FILTERS is: nested ``AND``s flattened, in order; FILTERS itself otherwise."""
+    if "field" in filters or filters.get("operator") != "AND":
+        return [filters]
+    flat: list[dict[str, Any]] = []
+    for condition in filters.get("conditions", []):
+        flat.extend(_and_conditions(condition))
+    return flat
+
+
+def _is_equality(condition: dict[str, Any]) -> bool:
+    """Whether CONDITION is ``meta.X == value`` with a ``keyable`` value."""
+    field = condition.get("field")
+    return (
+        condition.get("operator") == "=="
+        and isinstance(field, str)
+        and FIELD.fullmatch(field) is not None
+        and keyable(condition.get("value"))
+    )
+
+
+def field_value(document: Document, field: str) -> Any:
+    """The value Haystack's filters read for FIELD (``meta.a.b``) of DOCUMENT: None where a key is missing or a
+    step is not a mapping."""
+    value: Any = document.meta
+    for key in field.split(".")[1:]:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+class ValueRows:
+    """The rows of each value of one field: built once from (row, value) pairs, then looked up per value."""
+
+    def __init__(self, pairs: Iterable[tuple[int, Any]]) -> None:
+        """Group PAIRS by value (rows kept ascending); values a dict cannot hold (lists, mappings) are left out:
+        they equal no ``keyable`` filter value."""
+        grouped: dict[Any, list[int]] = {}
+        for row, value in pairs:
+            try:
+                grouped.setdefault(value, []).append(row)
+            except TypeError:  # unhashable: a list or a mapping
+                continue
+        self._rows = {value: np.sort(np.asarray(rows, dtype=np.int64)) for value, rows in grouped.items()}
+        self.size = sum(len(rows) for rows in self._rows.values())
+
+    def rows(self, value: Any) -> np.ndarray:
+        """The rows whose value equals VALUE (a ``keyable`` one), ascending, as int64; empty when none."""
+        found = self._rows.get(value)
+        return found if found is not None else np.empty(0, np.int64)
+
+    def __len__(self) -> int:
+        """Number of distinct values."""
+        return len(self._rows)
