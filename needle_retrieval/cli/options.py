@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from components.checks import MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K, check_unicode, parse_decimal, shown
+from components.stores.tenant_fields import tenant_field_problem, tenant_value_problem  # light: a regex
 from needle_retrieval.defaults import DISTRIBUTION
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import check_chunk_size
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
     from needle_retrieval.pipelines.fusion import FusionSetting
 
 EXIT_USAGE = 2
+CONFIG_HELP = (
+    "UltraRAG's retriever parameter.yaml (backend, backend_configs, index_backend; relative paths from the working "
+    "directory, as UltraRAG reads them)"
+)
 
 
 def needle_version() -> str:
@@ -149,3 +154,30 @@ def fusion_option(value: str) -> "FusionSetting":
     from needle_retrieval.pipelines import fusion
 
     return fusion.fusion_option(value)
+
+
+def tenant_field_flag(text: str) -> str:
+    """``--tenant-field``'s value, checked (``components.stores.tenant_fields``)."""
+    problem = tenant_field_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def tenant_flag(text: str) -> str:
+    """``--tenant``'s value, checked (``components.stores.tenant_fields``)."""
+    problem = tenant_value_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def add_threads_flag(command: argparse.ArgumentParser, work: str) -> None:
+    """``--threads N`` (``limit_threads``): the CPU threads of this command's WORK."""
+    command.add_argument(
+        "--threads",
+        type=thread_number,
+        metavar="N",
+        help=f"CPU threads for {work}, 1-{MAX_THREADS} (default: every core; torch and FAISS follow "
+        "OMP_NUM_THREADS when it is set)",
+    )
