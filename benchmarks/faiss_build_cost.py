@@ -9,15 +9,17 @@ faiss doing the same job, wall time and peak RSS, each side in a process of its 
 - ours: the ``needle index CORPUS --out DIR --embeddings FILE`` CLI (dense only, Flat), which also checks FILE
   (rows, dimension, finiteness) and the corpus, copies FILE into the generation with its fingerprint (hashed as it
   is written), digests the other files for the manifest (on parallel threads), and writes the search pipelines, all
-  crash-safely; its document table is written where the generation keeps it, without the vectors; it imports
-  Haystack, which imports torch (about 4 s and 0.25 GB on this machine: Haystack's ``LazyImport`` of torch in
-  ``haystack.utils.device`` is not lazy).
+  crash-safely; its document table is written where the generation keeps it, without the vectors, from the
+  corpus's fields (no Haystack Document encoded per passage); its vectors file is hashed as FAISS writes it; it
+  imports Haystack, which imports torch (1.5-4 s and 0.25 GB on this machine: Haystack's ``LazyImport`` of torch
+  in ``haystack.utils.device`` is not lazy).
 
-Each run is a child process started by a small wrapper process of its own, which reports the child's wall time
-and peak resident set (``getrusage(RUSAGE_CHILDREN).ru_maxrss``); memory-mapped pages of FILE that a side
-touched count in its RSS. Rounds alternate raw and ours (the machine is shared: compare the ratios), and each
-figure is the best of the rounds. With ``--hnsw-threads`` it also builds HNSW32 (``--index-type hnsw``) with each
-``--threads`` count given and prints the wall times, to show how the add scales with cores.
+Each run is a child process started by a small wrapper process of its own, which reports the child's wall time,
+CPU time (user + system, every thread: steadier than wall time on a shared machine) and peak resident set
+(``getrusage(RUSAGE_CHILDREN)``); memory-mapped pages of FILE that a side touched count in its RSS. Rounds
+alternate raw and ours (the machine is shared: compare the ratios), and each figure is the best of the rounds.
+With ``--hnsw-threads`` it also builds HNSW32 (``--index-type hnsw``) with each ``--threads`` count given and
+prints the wall times, to show how the add scales with cores.
 
 The corpus and vectors are made once under ``--work`` (benchmarks/synthetic_corpus.py, synthetic_vectors.py)::
 
@@ -74,13 +76,15 @@ import json, resource, subprocess, sys, time
 started = time.perf_counter()
 done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 seconds = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-print(json.dumps({"seconds": seconds, "peak": peak, "rc": done.returncode, "err": done.stderr[-2000:]}))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+peak, cpu = usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
+print(json.dumps({"seconds": seconds, "peak": peak, "cpu": cpu, "rc": done.returncode, "err": done.stderr[-2000:]}))
 """
 
 
 def measure(command: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
-    """Wall seconds and peak RSS (bytes) of COMMAND run in a process of its own (by a wrapper of its own)."""
+    """Wall seconds, CPU seconds (user + system, all threads) and peak RSS (bytes) of COMMAND run in a process of its
+    own (by a wrapper of its own)."""
     found = subprocess.run(
         [sys.executable, "-c", MEASURE, *command], capture_output=True, text=True, check=True, env=env
     )
@@ -133,13 +137,13 @@ def main() -> None:
         runs["raw"].append(raw(corpus, vectors, args.work / "raw"))
         runs["ours"].append(ours(corpus, vectors, args.work / "ours"))
         print(f"round {round_number + 1}: " + ", ".join(f"{k} {v[-1]['seconds']:.1f} s" for k, v in runs.items()))
-    best = {side: (min(r["seconds"] for r in found), min(r["peak"] for r in found)) for side, found in runs.items()}
+    best = {side: [min(r[key] for r in found) for key in ("seconds", "cpu", "peak")] for side, found in runs.items()}
     print(f"\nFlat build from an embeddings file, {args.n:,} x 384 (best of {args.rounds} alternating rounds)")
-    print(f"{'':6}{'wall s':>10}{'peak RSS MB':>14}")
-    for side, (seconds, peak) in best.items():
-        print(f"{side:6}{seconds:>10.1f}{peak / 2**20:>14.0f}")
-    (raw_s, raw_peak), (our_s, our_peak) = best["raw"], best["ours"]
-    print(f"ours / raw: time {our_s / raw_s:.2f}x, memory {our_peak / raw_peak:.2f}x "
+    print(f"{'':6}{'wall s':>10}{'CPU s':>10}{'peak RSS MB':>14}")
+    for side, (seconds, cpu, peak) in best.items():
+        print(f"{side:6}{seconds:>10.1f}{cpu:>10.1f}{peak / 2**20:>14.0f}")
+    (raw_s, raw_cpu, raw_peak), (our_s, our_cpu, our_peak) = best["raw"], best["ours"]
+    print(f"ours / raw: time {our_s / raw_s:.2f}x, CPU {our_cpu / raw_cpu:.2f}x, memory {our_peak / raw_peak:.2f}x "
           f"(+{(our_peak - raw_peak) / 2**20:.0f} MB)")  # fmt: skip
     if args.hnsw_threads:
         corpus, vectors = data(args.work, args.hnsw_n)

@@ -32,6 +32,7 @@ from components.checks import check_unicode
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 MAX_JSON_DEPTH = 100
+READ_BUFFER = 1 << 20  # bytes read from the file at a time: a build's writer threads get the GIL at each read
 
 _BOM = b"\xef\xbb\xbf"
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]', re.DOTALL)
@@ -76,7 +77,7 @@ def iter_json_objects(
     path = Path(path)
     first_blank: int | None = None
     found = False
-    with path.open("rb") if stream is None else contextlib.nullcontext(stream) as handle:
+    with path.open("rb", buffering=READ_BUFFER) if stream is None else contextlib.nullcontext(stream) as handle:
         for line_no, line in enumerate(_raw_lines(handle, path), start=1):
             raw = line[len(_BOM) :] if line_no == 1 and line.startswith(_BOM) else line
             if not raw.strip():
@@ -98,7 +99,7 @@ def count_objects(path: str | os.PathLike[str]) -> int:
     :raises CorpusFormatError: a line longer than MAX_LINE_BYTES. :raises FileNotFoundError: a missing file.
     """
     path = Path(path)
-    with path.open("rb") as handle:
+    with path.open("rb", buffering=READ_BUFFER) as handle:
         lines = _raw_lines(handle, path)
         first = next(lines, b"")
         count = 1 if first.removeprefix(_BOM).strip() else 0
@@ -121,17 +122,27 @@ def parse_line(raw: bytes, path: Path, line_no: int) -> dict[str, Any]:
     _check_depth(text, path, line_no)
     if text.startswith("\ufeff"):  # json.loads' own check, which the decoder alone skips
         raise CorpusFormatError(path, line_no, "invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) (column 1)")
-    try:
-        obj = _DECODER.decode(text)
-    except json.JSONDecodeError as e:
-        raise CorpusFormatError(path, line_no, f"invalid JSON: {e.msg} (column {e.colno})") from None
-    except (ValueError, RecursionError) as e:  # our hooks, Python's int digit limit, a very low recursion limit
-        raise CorpusFormatError(path, line_no, f"invalid JSON: {e}") from None
+    try:  # the whole line one JSON value, as almost every line is: json.loads without its two whitespace scans
+        obj, end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        obj, end = None, -1
+    if end != len(text):  # whitespace around the value, more after it, or an error: json.loads' own handling and words
+        obj = _decoded(text, path, line_no)
     if not isinstance(obj, dict):
         raise CorpusFormatError(path, line_no, f"expected a JSON object, got {json_type(obj)}")
     if "\\u" in text:  # only a \u escape can make a lone surrogate: the bytes were strict UTF-8
         _check_strings(obj, path, line_no)
     return obj
+
+
+def _decoded(text: str, path: Path, line_no: int) -> Any:
+    """``json.loads`` of TEXT with the module's hooks, its errors reported as a line error."""
+    try:
+        return _DECODER.decode(text)
+    except json.JSONDecodeError as e:
+        raise CorpusFormatError(path, line_no, f"invalid JSON: {e.msg} (column {e.colno})") from None
+    except (ValueError, RecursionError) as e:  # our hooks, Python's int digit limit, a very low recursion limit
+        raise CorpusFormatError(path, line_no, f"invalid JSON: {e}") from None
 
 
 def _decode(raw: bytes, path: Path, line_no: int) -> str:

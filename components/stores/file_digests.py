@@ -28,8 +28,9 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -165,6 +166,18 @@ def remember(path: Path, digest: str) -> None:
     identity = _identity_of(path)
     with _VERIFIED_LOCK:
         _VERIFIED[identity] = digest
+
+
+@contextmanager
+def hashed_meanwhile(path: Path) -> Iterator[None]:
+    """Hash PATH, a file of a generation being written that nothing writes any more, on a thread of its own while
+    the body runs (the next file being written: hashlib and the writes both release the GIL), so that
+    ``digest_files`` then finds its digest known instead of reading it after the others. The body's exception, if
+    any, is raised once the hashing is done; the hashing's own (the file gone) only when the body succeeded."""
+    with ThreadPoolExecutor(1) as pool:
+        hashed = pool.submit(sha256_file, path)
+        yield
+        hashed.result()
 
 
 def _identity_of(path: Path) -> _Identity:

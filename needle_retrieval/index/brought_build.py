@@ -11,8 +11,12 @@ build feeds the same store the same chunks without that round trip:
   they go, by the sentence-transformers embedder's recipe (``embedding_file_recipe``: sentence-transformers is
   never imported) or else by the embedder component itself;
 * each chunk's rows are read from FILE (a map of those rows only), refused if one holds NaN or infinity,
-  appended to the generation's ``embeddings.npy`` and written with their documents by the store's
-  ``write_embeddings`` (the writer's policy), which stores them exactly as ``write_documents`` does;
+  appended to the generation's ``embeddings.npy`` and written with their documents' fields by the store's
+  ``write_fields``, which stores them exactly as ``write_documents`` stores the Documents, without encoding a
+  Document per passage; its ids must be new, which they are: the store is new and the reader gives no id twice
+  (its ``duplicate_ids`` rule), so the writer's policy has nothing to decide;
+* Python's cyclic garbage collector is off meanwhile (``hits.collector_paused``): the chunks' objects hold no
+  cycle, and each collection would walk every object of the process (Haystack's, torch's) again and again;
 * the embedding file is published with its fingerprint (and ``brought_from``) once every row is in, as
   ``embeddings_in.bring_in`` writes it, its sha256 taken on a thread of its own as the rows are written (the
   manifest records it without reading the file again: ``file_digests.remember``), and the store is saved once
@@ -37,6 +41,7 @@ from components.embedders.embedding_file import EmbeddingFileError, StreamDigest
 from components.embedders.embedding_file_foreign import refuse_bad_row
 from components.stores.faiss.row_writes import TRAINING_SAMPLE
 from components.stores.file_digests import remember
+from components.stores.hits import collector_paused
 from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
 from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
 from needle_retrieval.index.dense_type import FLAT, DenseIndexType
@@ -88,12 +93,15 @@ def build_dense_brought(
                     documents = reader.run(path=str(corpus), skip=start, limit=size)["documents"]
                     if read + len(documents) > matrix.rows:
                         raise EmbeddingsNotReusable(f"more than its {matrix.rows} documents")
-                    ids.update([document.id for document in documents])
+                    chunk_ids = [document.id for document in documents]
+                    ids.update(chunk_ids)
                     texts.update(source.texts_to_embed(documents))
                     rows = matrix.rows_at(read, len(documents))
                     refuse_bad_row(matrix, read, rows)
                     file_writes.then(_write_hashed, handle, digest, rows.data)
-                    written += store_writes.then(store.write_embeddings, documents, rows, writer.policy) or 0
+                    contents = [document.content for document in documents]
+                    metas = [document.meta for document in documents]
+                    written += store_writes.then(store.write_fields, chunk_ids, contents, metas, rows) or 0
                     read += len(documents)
                     bar.advance_to(read)
                 file_writes.finish()
@@ -103,9 +111,11 @@ def build_dense_brought(
     store.write_in_place()  # dense/ lies in the generation being built: its table is linked, not copied
     try:
         # An IVF / PQ / SQ index trains on an even sample of the whole file (the sample ``build_index`` sized
-        # nlist for), not on the first chunk alone; a no-op for Flat and HNSW.
-        store.train(matrix.sample(TRAINING_SAMPLE))
-        atomic_write(generation / EMBEDDINGS, fill)
+        # nlist for), not on the first chunk alone; Flat and HNSW need none, and read no sample.
+        if store.needs_training(matrix.dim):
+            store.train(matrix.sample(TRAINING_SAMPLE))
+        with collector_paused():  # a million passages' objects, no cycle among them: no collection walks them
+            atomic_write(generation / EMBEDDINGS, fill)
         remember(generation / EMBEDDINGS, digest.hexdigest())  # the generation's manifest records it unread
     except EmbeddingFileError as error:
         raise NeedleError(f"{FLAG} {error}") from None

@@ -10,7 +10,8 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.faiss.vector_index import METRICS, build_faiss_index
 
-FORMAT = "needle-faiss-store/1"
+FORMAT = "needle-faiss-store/1"  # every embedding a blob in the document table (``saved_generations``)
+FORMAT_IN_INDEX = "needle-faiss-store/2"  # an exact Flat index's: the table's rows read their vectors from it
 _PROBE_DIMS = (384, 768, 1024, 96)  # dims tried to validate index_factory before the real dim is known
 # Search / build parameters that FAISS takes as counts; FAISS itself accepts 0 or -1 silently and then misbehaves.
 _COUNT_PARAMS = ("nprobe", "efSearch", "efConstruction")
@@ -125,8 +126,8 @@ def check_manifest(manifest: dict[str, Any], path: Path, settings: dict[str, Any
     Check a saved store's manifest: format, the type and range of every field (a tampered file is refused
     before anything in it is used), and that its settings match the ones of the store opening it.
     """
-    if manifest.get("format") != FORMAT or any(key not in manifest for key in _MANIFEST_KEYS):
-        raise DocumentStoreError(f"{path}: not a {FORMAT} manifest")
+    if manifest.get("format") not in (FORMAT, FORMAT_IN_INDEX) or any(key not in manifest for key in _MANIFEST_KEYS):
+        raise DocumentStoreError(f"{path}: not a {FORMAT} or {FORMAT_IN_INDEX} manifest")
     counts = {name: manifest[name] for name in ("next_row", "documents", "embedding_dim", "vectors")}
     problems = {
         "metric": manifest["metric"] not in METRICS,

@@ -30,6 +30,12 @@ from components.stores.document_checks import encode_document
 from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded
 from components.stores.hits import derived
 
+ROWS_PER_INSERT = 100  # rows per INSERT statement of a bulk insert (400 values, far under SQLite's 32,766)
+_INSERT_MANY = "INSERT INTO documents VALUES " + ", ".join(["(?, ?, ?, ?)"] * ROWS_PER_INSERT)
+"""One statement of ROWS_PER_INSERT rows: SQLite runs it in one step, for which Python releases the GIL once, where
+a statement per row releases and takes it back per row (each time waiting for another thread that holds it: a
+build parses its next chunk meanwhile)."""
+
 
 class DiskDocumentTable(SQLiteDocumentTable):
     """SQLiteDocumentTable's rows in a temporary on-disk SQLite database, read back by query, never cached."""
@@ -108,8 +114,13 @@ class DiskDocumentTable(SQLiteDocumentTable):
     def insert(self, entries: Sequence[tuple[int, str, str, bytes | None]]) -> None:
         """Add ``(row, id, encoded document, embedding blob)`` entries; ids must be new."""
         try:
-            with self._db:
-                self._db.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)", entries)
+            with self._db:  # one transaction: all or none
+                whole = len(entries) - len(entries) % ROWS_PER_INSERT
+                if whole:
+                    values = [value for entry in entries[:whole] for value in entry]
+                    step = 4 * ROWS_PER_INSERT
+                    self._db.executemany(_INSERT_MANY, [values[i : i + step] for i in range(0, whole * 4, step)])
+                self._db.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)", entries[whole:])
         except sqlite3.OperationalError as exc:  # e.g. "database or disk is full"
             # An OSError, as for any other file a build cannot write (`needle index` reports it as such).
             if self.file is not None:

@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.errors import DocumentStoreError, MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
@@ -14,36 +13,29 @@ from haystack.utils.filters import document_matches_filter
 
 from components.checks import check_filters
 from components.stores.async_twins import DocumentStoreAsyncTwins
-from components.stores.crash_safe_generations import MANIFEST, verified, verify_all
 from components.stores.document_checks import check_document_list, check_meta_storable, encode_document
 from components.stores.document_pages import DocumentPages
-from components.stores.faiss.checks import (
-    FORMAT,
-    check_init,
-    check_manifest,
-    stack_embeddings,
-)
-from components.stores.faiss.disk_document_table import DiskDocumentTable
-from components.stores.faiss.row_writes import RowWrites
-from components.stores.faiss.saved_document_table import SavedDocumentTable
+from components.stores.faiss.checks import check_init, stack_embeddings
+from components.stores.faiss.matrix_writes import MatrixWrites
+from components.stores.faiss.saved_generations import SavedGenerations
 from components.stores.faiss.searches import FAISSSearches
-from components.stores.faiss.shared_documents import DOCUMENTS_FILE, FAISS_GENERATIONS, share, unshare
+from components.stores.faiss.shared_documents import FAISS_GENERATIONS, unshare
 from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
-from components.stores.faiss.vector_index import FAISSVectorIndex, keeps_exact_vectors
+from components.stores.faiss.vector_index import FAISSVectorIndex
 from components.stores.metadata_queries import MetadataQueries
 from components.stores.transactions import SingleWriter, TransactionalStore
 
 T = TypeVar("T")
-SaveProgress = Callable[[str, int, int], None]
-"""``save``'s ``on_progress(stage, done, total)``."""
-
-
-def _quiet(stage: str, done: int, total: int) -> None:
-    """A ``SaveProgress`` that reports nothing."""
 
 
 class FAISSDocumentStore(
-    FAISSSearches, RowWrites, TransactionalStore, DocumentStoreAsyncTwins, MetadataQueries, DocumentPages
+    SavedGenerations,
+    FAISSSearches,
+    MatrixWrites,
+    TransactionalStore,
+    DocumentStoreAsyncTwins,
+    MetadataQueries,
+    DocumentPages,
 ):
     """
     A Haystack DocumentStore with FAISS vector search, metadata pre-filtering and batch search.
@@ -211,40 +203,6 @@ class FAISSDocumentStore(
 
         return self._mutate(change)
 
-    def write_embeddings(
-        self, documents: list[Document], embeddings: np.ndarray, policy: DuplicatePolicy = DuplicatePolicy.NONE
-    ) -> int:
-        """Write documents whose embeddings are the rows of a float (N, dim) array (e.g. a memory-mapped .npy)."""
-        return self._write_matrix(documents, embeddings, policy, source="embeddings")
-
-    def train(self, embeddings: np.ndarray) -> None:
-        """
-        Train the index (IVF lists, PQ or SQ codebooks) on ``embeddings``, a float (N, dim) sample of the vectors
-        about to be written chunk by chunk; without it, an index that needs training trains on the first write
-        that holds enough vectors. A no-op for an index already trained or that needs none (Flat, HNSW).
-
-        :raises ValueError: naming the first row of ``embeddings`` that holds NaN or infinity.
-        """
-
-        def change() -> tuple[None, bool]:
-            if self.embedding_dim is not None and embeddings.shape[1:] != (self.embedding_dim,):
-                size = embeddings.shape[1:]
-                raise ValueError(f"train(): embeddings of shape {size}, this store holds size {self.embedding_dim}")
-            self._pretrain(embeddings, "training sample")
-            return None, False
-
-        self._mutate(change)
-
-    def from_npy(self, documents: list[Document], npy_path: str, policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
-        """Write documents with row i of the float32 (N, dim) ``.npy`` file as document i's embedding."""
-        try:
-            matrix = np.load(npy_path, mmap_mode="r")
-        except (ValueError, OSError) as exc:
-            if isinstance(exc, FileNotFoundError):
-                raise
-            raise ValueError(f"{npy_path}: not a readable .npy array ({exc})") from exc
-        return self._write_matrix(documents, matrix, policy, source=str(npy_path))
-
     def delete_documents(self, document_ids: list[str]) -> None:
         """Delete documents by id from SQLite and FAISS, all or none; unknown ids are ignored."""
 
@@ -290,64 +248,11 @@ class FAISSDocumentStore(
 
         self._mutate(change)
 
-    def write_in_place(self) -> None:
-        """
-        Build the document table in a file of this store's directory and save it by linking that file into the new
-        generation, not copying it (``disk_document_table``): gigabytes less to write at 1M passages. For a store
-        whose directory is itself scratch, published whole or removed with what holds it (``needle index`` builds
-        each store inside a generation that is); elsewhere a killed build would leave that file behind. A run-time
-        choice, never saved; it applies to a table started after it by a store with a path and ``autosave`` off.
-        """
-        self._in_place = True
-
-    def save(self, on_progress: SaveProgress | None = None) -> None:
-        """
-        Write the store as a new generation of ``path`` (crash-safe); a no-op when it was never loaded.
-
-        :param on_progress: Called as ``on_progress(stage, done, total)`` while the save goes: ``writing documents``
-            (``total`` documents) then ``writing vectors`` (``total`` vectors), each called with ``done`` 0 as it
-            starts and ``total`` once done, then ``digesting`` (``done`` of ``total`` bytes of the files just
-            written, hashed for the manifest, see ``file_digests``). ``needle index`` shows it as progress lines.
-            A run-time argument: never saved with the store.
-        :raises DocumentStoreError: If another writer saved to ``path`` since this store read it, or holds its lock.
-        """
-        if self.path is None:
-            raise ValueError("save(): this FAISSDocumentStore has path=None (in memory only); give it a path")
-        with self._lock:
-            if self._table is not None:
-                self._save(Path(self.path), on_progress)
-
     def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
         """Withdraw the table from readers of its generation (it is about to change), then run the transaction."""
         with self._lock:
             unshare(self._ready())
             return super()._mutate(change)
-
-    def _save_locked(self, root: Path, report: SaveProgress = _quiet) -> None:
-        """Write a new generation; the unchanged table then stands for it to readers (the BM25 store). REPORT: see
-        ``save``."""
-        generation = self._writer.write(root, lambda directory: self._write_generation(directory, report), report)
-        table = self._ready()
-        if isinstance(table, DiskDocumentTable) and table.file is not None:
-            # Its file is the generation's now, which must never change: the next use opens that generation.
-            table.close()
-            self._table = None
-        else:
-            share(generation, table)
-
-    def _checkpoint(self) -> int | None:
-        """What a reload does not restore: the inferred embedding_dim (the rest is the live generation)."""
-        return self.embedding_dim
-
-    def _restore(self, embedding_dim: int | None) -> None:
-        """Reload the live generation, which is what this store held before the failed transaction (it held the
-        lock and had checked that the generation was its own); if even that fails, reload on next use."""
-        self._table, self._vectors, self._info, self._next_row = None, None, {}, 0
-        self.embedding_dim = embedding_dim
-        try:
-            self._ready()
-        except Exception:
-            self._table = None
 
     def _ready(self) -> SQLiteDocumentTable:
         """The document table, loading the saved store on first use."""
@@ -362,61 +267,3 @@ class FAISSDocumentStore(
             if self.path is not None:
                 self._writer.seen(Path(self.path), found)
         return table
-
-    def _load(self, generation: Path, manifest: dict[str, Any]) -> SQLiteDocumentTable:
-        """Load a saved generation into this store (its vectors; its documents stay in their file); returns its
-        document table."""
-        settings = {"metric": self.metric, "index_factory": self.index_factory, "embedding_dim": self.embedding_dim}
-        check_manifest(manifest, generation / MANIFEST, settings)
-        verify_all(generation, manifest)  # every file's sha256, before SQLite or FAISS reads one
-        documents = verified(generation, manifest, DOCUMENTS_FILE)
-        exact = keeps_exact_vectors(manifest["index_factory"], manifest["metric"])
-        table = SavedDocumentTable.open(documents, manifest["next_row"], manifest["embedding_dim"], exact)  # checked
-        vectors = None
-        if manifest["vectors"] is not None:
-            vectors = FAISSVectorIndex.read(
-                generation, manifest, self.metric, self.index_chunk_size, self.index_use_gpu, self.search_params
-            )
-        if len(table) != manifest["documents"] or (vectors.ntotal if vectors else None) != manifest["vectors"]:
-            raise DocumentStoreError(f"{generation / MANIFEST}: counts disagree with the saved index and documents")
-        if exact and vectors is not None and not vectors.holds_flat():  # its rows' embeddings are read from it
-            raise DocumentStoreError(
-                f"{generation / MANIFEST}: corrupted, a Flat index's vectors file holds another index"
-            )
-        indexed = vectors.rows() if exact and vectors is not None else np.empty(0, np.int64)
-        if exact and not np.array_equal(indexed, table.embedded_rows()):  # a row's vector is read from the index
-            raise DocumentStoreError(f"{documents}: corrupted, its rows with an embedding are not the FAISS index's")
-        self._table, self._vectors = table, vectors
-        self._info, self._next_row = manifest["info"], manifest["next_row"]
-        self.embedding_dim = manifest["embedding_dim"]
-        share(generation, table)
-        return table
-
-    def _exact_vectors(self, rows: np.ndarray) -> np.ndarray:
-        """The vectors of ROWS as the FAISS index holds them: the embeddings of rows stored ``IN_INDEX``."""
-        if self._vectors is None:
-            raise DocumentStoreError("this store's document table names vectors of a FAISS index it does not have")
-        return self._vectors.reconstruct(rows)
-
-    def _write_generation(self, directory: Path, report: SaveProgress) -> dict[str, Any]:
-        """Write the document table and the vectors into DIRECTORY, each a stage told to REPORT; returns the
-        manifest fields."""
-        table = self._ready()
-        report("writing documents", 0, len(table))
-        if not (isinstance(table, DiskDocumentTable) and table.link_to(directory / DOCUMENTS_FILE)):
-            table.save_to(directory / DOCUMENTS_FILE)
-        report("writing documents", len(table), len(table))
-        if self._vectors is not None:
-            report("writing vectors", 0, self._vectors.ntotal)
-            self._vectors.write(directory)
-            report("writing vectors", self._vectors.ntotal, self._vectors.ntotal)
-        return {
-            "format": FORMAT,
-            "metric": self.metric,
-            "index_factory": self.index_factory,
-            "embedding_dim": self.embedding_dim,
-            "next_row": self._next_row,
-            "documents": len(table),
-            "vectors": self._vectors.ntotal if self._vectors is not None else None,
-            "info": self._info,
-        }

@@ -16,8 +16,6 @@ from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
 from components.atomic_files import temp_sibling
-from components.stores.document_checks import check_document_list, encode_document
-from components.stores.faiss.checks import check_finite, check_matrix
 from components.stores.faiss.disk_document_table import DiskDocumentTable
 from components.stores.faiss.shared_documents import DOCUMENTS_FILE
 from components.stores.faiss.sqlite_document_table import IN_INDEX, SQLiteDocumentTable
@@ -59,15 +57,6 @@ class RowWrites:
                 raise DuplicateDocumentError(f"ID '{document.id}' (documents[{position}]) already exists.")
             seen.add(document.id)
 
-    def _pretrain(self, matrix: np.ndarray, source: str) -> None:
-        """Train an untrained index on an even sample of ``matrix`` before a bulk write."""
-        vectors = self._vector_index(matrix.shape[1])
-        if not vectors.is_trained and len(matrix):
-            picks = np.unique(np.linspace(0, len(matrix) - 1, min(len(matrix), TRAINING_SAMPLE)).astype(np.int64))
-            sample = np.asarray(matrix[picks], dtype=np.float32)
-            check_finite(sample, lambda row: f"{source} row {picks[row]}")
-            vectors.train(sample)
-
     def _write(
         self,
         documents: Sequence[Document],
@@ -80,7 +69,7 @@ class RowWrites:
         table = self._ready()
         policy = DuplicatePolicy(policy)
         policy = DuplicatePolicy.FAIL if policy == DuplicatePolicy.NONE else policy
-        stored = _stored_rows(table, [document.id for document in documents])
+        stored = stored_rows(table, [document.id for document in documents])
         chosen: dict[str, int] = {}  # id -> position in documents
         for position, document in enumerate(documents):
             if document.id in chosen or document.id in stored:
@@ -95,7 +84,7 @@ class RowWrites:
         if keeps_exact_vectors(self.index_factory, self.metric):  # the index holds each vector as it is written
             blobs: list[bytes | None] = [None if pick < 0 else IN_INDEX for pick in picks.tolist()]
         else:
-            blobs = _blobs(vectors, picks)
+            blobs = blobs_of(vectors, picks)
         rows = np.arange(self._next_row, self._next_row + len(positions), dtype=np.int64)
         self._delete_rows([stored[document_id] for document_id in chosen if document_id in stored])
         table.insert(list(zip(rows.tolist(), chosen, texts, blobs, strict=True)))
@@ -154,42 +143,15 @@ class RowWrites:
         root.mkdir(parents=True, exist_ok=True)
         return temp_sibling(root / DOCUMENTS_FILE)
 
-    def _write_matrix(self, documents: list[Document], matrix: np.ndarray, policy: DuplicatePolicy, source: str) -> int:
-        """Write documents with embeddings from ``matrix``, ``index_chunk_size`` rows at a time, then save once."""
-        texts = [encode_document(d, i) for i, d in enumerate(check_document_list(documents))]
-        with self._lock:
-            self._ready()
-            check_matrix(matrix, len(documents), self.embedding_dim, source)
-            for start in range(0, len(documents), self.index_chunk_size):
-                block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
 
-                def name_of(row: int, start: int = start) -> str:
-                    return f"{source} row {start + row}"
-
-                check_finite(block, name_of)
-
-        def change() -> tuple[int, bool]:
-            if policy in (DuplicatePolicy.NONE, DuplicatePolicy.FAIL):
-                self._check_new_ids(documents)
-            self._pretrain(matrix, source)
-            written = 0
-            for start in range(0, len(documents), self.index_chunk_size):
-                block = np.asarray(matrix[start : start + self.index_chunk_size], dtype=np.float32)
-                end = start + len(block)
-                written += self._write(documents[start:end], texts[start:end], block, np.arange(len(block)), policy)
-            return written, written > 0
-
-        return self._mutate(change)
-
-
-def _stored_rows(table: SQLiteDocumentTable, ids: list[str]) -> dict[str, int]:
+def stored_rows(table: SQLiteDocumentTable, ids: list[str]) -> dict[str, int]:
     """The rows already holding any of IDS, by id: one query per batch of ids for a table on disk."""
     if isinstance(table, DiskDocumentTable):
         return table.rows_of(ids)
     return {document_id: row for document_id in ids if (row := table.row_of(document_id)) is not None}
 
 
-def _blobs(vectors: np.ndarray, picks: np.ndarray) -> list[bytes | None]:
+def blobs_of(vectors: np.ndarray, picks: np.ndarray) -> list[bytes | None]:
     """The little-endian float32 blob of row ``pick`` of VECTORS for each of PICKS; None where ``pick`` is -1."""
     have = np.flatnonzero(picks >= 0)
     if not len(have):

@@ -7,14 +7,20 @@ metric are the manifest's, its ids and the tombstones are rows the store handed 
 Every refusal is a DocumentStoreError naming the file; so is a write FAISS cannot finish (``write_index``).
 """
 
+import hashlib
 import re
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
 from haystack.document_stores.errors import DocumentStoreError
+
+from components.stores.file_digests import remember
+
+WRITE_CHUNK = 4 << 20  # bytes FAISS hands over per call while it writes an index (its own default is 1 MiB)
 
 
 def read_index(path: Path) -> faiss.Index:
@@ -26,12 +32,39 @@ def read_index(path: Path) -> faiss.Index:
 
 
 def write_index(index: faiss.Index, path: Path) -> None:
-    """Write INDEX to PATH; a failed write (a full disk) is a DocumentStoreError naming the file and the system's
-    reason ("No space left on device"), where FAISS raises a RuntimeError naming its own C++ source line."""
+    """Write INDEX to PATH, a new file, hashing its bytes as FAISS hands them over, so that the manifest of the
+    generation it belongs to records its sha256 without reading gigabytes back (``file_digests.remember``).
+
+    :raises DocumentStoreError: naming the file and the system's reason ("No space left on device") when it cannot
+        be written, or what FAISS said when it cannot write this index.
+    """
+    digest = hashlib.sha256()
+    failed: list[OSError] = []
+    hashed: list[Future[None]] = []  # the chunk being hashed, on a thread of its own, while the next is written
+
+    def write(data: bytes) -> None:
+        if failed:  # FAISS goes on handing over the rest: written nowhere, the first failure is raised below
+            return
+        if hashed:
+            hashed.pop().result()
+        hashed.append(hasher.submit(digest.update, data))
+        try:
+            handle.write(data)
+        except OSError as error:
+            failed.append(error)
+
     try:
-        faiss.write_index(index, str(path))
-    except RuntimeError as exc:
-        raise DocumentStoreError(f"{path}: cannot write the FAISS index ({write_failure(exc)})") from exc
+        with path.open("wb") as handle, ThreadPoolExecutor(1) as hasher:
+            try:
+                writer = faiss.PyCallbackIOWriter(write, WRITE_CHUNK)  # type: ignore[attr-defined]  # not in faiss's stubs
+                faiss.write_index(index, writer)
+            except RuntimeError as exc:
+                raise DocumentStoreError(f"{path}: cannot write the FAISS index ({write_failure(exc)})") from exc
+    except OSError as error:  # the last bytes, flushed as the file closes
+        failed.append(error)
+    if failed:
+        raise DocumentStoreError(f"{path}: cannot write the FAISS index ({failed[0].strerror or failed[0]})")
+    remember(path, digest.hexdigest())
 
 
 def write_failure(exc: RuntimeError) -> str:

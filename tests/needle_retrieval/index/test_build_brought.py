@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from components.embedders.embedding_file_foreign import ForeignMatrix
 from needle_retrieval.cli import main
 from needle_retrieval.index import build as build_module
 from needle_retrieval.index import embeddings_in
@@ -191,3 +192,24 @@ def test_an_ivf_index_trains_on_a_sample_of_the_whole_file_not_its_first_chunk(t
     sizes = [lists.list_size(i) for i in range(ivf.nlist)]
     assert ivf.nlist == 100  # sqrt(10,000), as build_index sized it
     assert max(sizes) <= 3 * per  # about one topic per list; the first chunk's 4 topics would leave lists of ~1,000s
+
+
+@pytest.mark.parametrize(("index_type", "sampled"), [("flat", False), ("sq8", True)])
+def test_only_an_index_that_trains_reads_a_training_sample_of_the_file(
+    files: tuple[Path, Path], tiny_model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_type: str,
+    sampled: bool,
+) -> None:  # fmt: skip
+    """A sample is rows spread over the whole file: at 1M x 384 seconds of page faults, for nothing unless the index
+    trains on it."""
+    corpus, npy = files
+    reads: list[int] = []
+    original = ForeignMatrix.sample
+
+    def sample(self: ForeignMatrix, count: int) -> np.ndarray:
+        reads.append(count)
+        return original(self, count)
+
+    monkeypatch.setattr(ForeignMatrix, "sample", sample)
+    argv = ["--model", tiny_model, "--embeddings", str(npy), "--index-type", index_type]
+    assert main(["index", str(corpus), "--out", str(tmp_path / "index"), *argv]) == 0
+    assert bool(reads) == sampled

@@ -219,7 +219,8 @@ def test_a_broken_index_is_a_one_line_error_never_an_empty_answer(
     [
         ("documents", 41, "lists 41 documents but the store of `retriever` holds 40"),
         ("documents", "many", "documents must be a count"),
-        ("modes", ["bm25", "sparse"], "modes must list some of dense, bm25"),
+        ("modes", ["bm25", "splade"], "modes must list some of dense, bm25, sparse"),
+        ("modes", ["bm25", "sparse"], "a sparse part needs the name of its model"),
         ("format", "other", "format 'other' is not supported"),
     ],
 )
