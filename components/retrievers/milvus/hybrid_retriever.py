@@ -15,7 +15,7 @@ from components.stores.milvus.document_store import RANKERS, MilvusDocumentStore
 class MilvusHybridBase(MilvusSearches):
     """Hybrid settings shared by the single and batch retrievers: the fusion and its parameters."""
 
-    _extra_init_parameters = ("ranker", "rrf_k", "weights")
+    _extra_init_parameters = ("ranker", "rrf_k", "weights", "tenant")
 
     def __init__(
         self,
@@ -27,20 +27,24 @@ class MilvusHybridBase(MilvusSearches):
         rrf_k: int = 60,
         weights: list[float] | None = None,
         score_threshold: float | None = None,
+        tenant: str | None = None,
     ) -> None:
         """
         :param document_store: a MilvusDocumentStore built with ``bm25=True``.
         :param filters: Haystack filters applied to both searches of every query.
         :param top_k: documents per query (and candidates per search), in [1, 10000].
-        :param filter_policy: REPLACE (run-time filters replace init filters) or MERGE (both apply).
+        :param filter_policy: REPLACE or MERGE, as on the other Milvus retrievers (``MilvusRetrieverBase``): neither
+            pins a tenant, ``tenant`` does.
         :param ranker: ``rrf`` (reciprocal rank fusion) or ``weighted`` (weighted sum of scores).
         :param rrf_k: RRF's smoothing constant, in [1, 16384).
         :param weights: ``[dense, bm25]`` weights in [0, 1] for ``weighted`` (default ``[0.5, 0.5]``).
         :param score_threshold: drop hits whose FUSED score is below it (applied after fusion: RRF sums are small,
             at most ``2 / (rrf_k + 1)``; ``weighted`` sums Milvus's normalised scores); None keeps every hit.
+        :param tenant: search only this tenant's documents (the store's ``partition_key_field``), ANDed with every
+            run's filters whatever the policy; None: no tenant is pinned.
         :raises ValueError: naming the parameter that is out of range.
         """
-        super().__init__(document_store, filters, top_k, filter_policy, score_threshold)
+        super().__init__(document_store, filters, top_k, filter_policy, score_threshold, tenant)
         if ranker not in RANKERS:
             raise ValueError(f"ranker must be one of {', '.join(RANKERS)}, got {ranker!r}")
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or not 1 <= rrf_k < 16384:

@@ -1,13 +1,18 @@
-"""What every Milvus retriever shares: its store, checked settings (``score_threshold`` too), run-time overrides, and
-warm_up.
+"""What every Milvus retriever shares: its store, checked settings (``score_threshold`` too), run-time overrides, the
+pinned ``tenant``, and warm_up.
 
 The single-query and batch retrievers of each mode (dense, BM25, learned sparse, Milvus hybrid) differ only in their
 sockets: each run makes one Milvus call with every query of the batch (nq > 1), and ``run_async`` runs it in a worker
 thread so that the event loop (Hayhooks, AsyncPipeline) keeps serving.
+
+Init ``filters`` do not keep a retriever inside one tenant: Haystack's ``filter_policy`` REPLACE (the default) drops
+them whenever run-time filters are given, and MERGE drops an init condition on a field the run-time filters also
+name, or all of them when the two sides have different top-level operators (an ``OR`` at run time, say). ``tenant``
+is ANDed with whatever filters the policy gives, on every run, so no run-time filter reaches another tenant.
 """
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from haystack import Document
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
@@ -15,6 +20,7 @@ from haystack.document_stores.types import FilterPolicy
 
 from components.retrievers.retriever_common import StoreRetrieverBase
 from components.stores.milvus.document_store import MilvusDocumentStore
+from components.stores.milvus.records import check_tenant
 
 
 class MilvusRetrieverBase(StoreRetrieverBase[MilvusDocumentStore]):
@@ -22,6 +28,7 @@ class MilvusRetrieverBase(StoreRetrieverBase[MilvusDocumentStore]):
     ``score_threshold``."""
 
     _store_type = MilvusDocumentStore
+    _extra_init_parameters: ClassVar[tuple[str, ...]] = ("tenant",)
 
     def __init__(
         self,
@@ -30,19 +37,48 @@ class MilvusRetrieverBase(StoreRetrieverBase[MilvusDocumentStore]):
         top_k: int = 10,
         filter_policy: FilterPolicy = FilterPolicy.REPLACE,
         score_threshold: float | None = None,
+        tenant: str | None = None,
     ) -> None:
         """
         :param document_store: the MilvusDocumentStore to search.
-        :param filters: Haystack filters applied to every query.
+        :param filters: Haystack filters applied to every query, combined with run-time filters by ``filter_policy``.
         :param top_k: documents per query, in [1, 10000].
-        :param filter_policy: REPLACE (run-time filters replace init filters) or MERGE (both apply).
+        :param filter_policy: REPLACE (run-time filters, when given, replace the init filters) or MERGE (Haystack's
+            merge: both apply, except that a run-time condition on a field the init filters name replaces that
+            condition, and the init filters are dropped when the top-level operators differ). Neither pins a
+            tenant: use ``tenant``.
         :param score_threshold: drop hits scoring below it (higher is better: the metric's similarity, the BM25
             score, or the fused score of a hybrid search); None keeps every hit.
-        :raises ValueError: if ``document_store`` is not a MilvusDocumentStore, ``top_k`` is out of range or
-            ``score_threshold`` is not None or a finite number.
+        :param tenant: search only this tenant's documents (the value of the store's ``partition_key_field``),
+            ANDed with every run's filters whatever the policy; None: no tenant is pinned.
+        :raises ValueError: if ``document_store`` is not a MilvusDocumentStore, ``top_k`` is out of range,
+            ``score_threshold`` is not None or a finite number, or ``tenant`` is given for a store without
+            ``partition_key_field`` or is not a tenant Milvus stores.
         :raises FilterError: if ``filters`` are not in Haystack's filter syntax.
         """
         self._set_common(document_store, filters, top_k, filter_policy, score_threshold)
+        self.tenant = self._checked_tenant(tenant)
+
+    def _checked_tenant(self, tenant: str | None) -> str | None:
+        """``tenant`` if the store has tenants and it is one the store could hold."""
+        if tenant is None:
+            return None
+        key = self.document_store.settings.partition_key_field
+        if key is None:
+            raise ValueError(
+                f"tenant {tenant!r:.60}: the store has no partition_key_field, so its documents have no tenant; "
+                f"set partition_key_field on the MilvusDocumentStore (a new collection), or leave tenant unset"
+            )
+        return check_tenant(tenant, key, "tenant")
+
+    def _run_settings(self, filters: dict[str, Any] | None, top_k: int | None) -> tuple[dict[str, Any] | None, int]:
+        """The run's filters by ``filter_policy``, ANDed with the pinned ``tenant``, and the run's ``top_k``."""
+        combined, top_k = super()._run_settings(filters, top_k)
+        key = self.document_store.settings.partition_key_field
+        if self.tenant is None or key is None:
+            return combined, top_k
+        pinned = {"field": f"meta.{key}", "operator": "==", "value": self.tenant}
+        return (pinned if not combined else {"operator": "AND", "conditions": [pinned, combined]}), top_k
 
     def warm_up(self) -> None:
         """Connect to Milvus and load the collection (idempotent): the first query pays no connection cost."""

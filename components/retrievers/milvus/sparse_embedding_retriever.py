@@ -18,7 +18,8 @@ class MilvusSparseEmbeddingRetriever(MilvusSearches):
 
     Each document scores the dot product of its weights and the query's (Milvus's IP on a sparse inverted index);
     only documents sharing a term with the query come back, with ``meta["retrieval_type"] = "sparse"``. Filters
-    run inside Milvus (a tenant filter searches only that tenant's partition).
+    run inside Milvus; ``tenant`` keeps every run inside one tenant (on a Milvus server the search then reads only
+    that tenant's partition; Milvus Lite keeps tenants apart but scans every partition).
 
     ```python
     store = MilvusDocumentStore(uri="index/milvus.db", learned_sparse_field_name="splade")

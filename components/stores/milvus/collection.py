@@ -25,9 +25,9 @@ from milvus_haystack.document_store import MilvusStoreError
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
+from components.stores.milvus.settings import EMBEDDED_FIELD as EMBEDDED_FIELD  # re-exported: records, filters use it
 from components.stores.milvus.settings import MilvusSettings
 
-EMBEDDED_FIELD = "_has_embedding"  # BOOL: the row's vector is the document's embedding (else a placeholder)
 TENANT_MAX_LENGTH = 512  # bytes of a partition key value (a tenant id)
 
 
@@ -159,7 +159,8 @@ def _check_optional_fields(
     described: dict[str, Any], fields: dict[str, Any], settings: MilvusSettings, hint: str
 ) -> None:
     """Refuse a collection whose partition key or learned sparse field is not the one the settings name (a write
-    would miss a field Milvus requires, or a tenant filter would scan every partition)."""
+    would miss a field Milvus requires, or a tenant filter would scan every partition), or whose BM25 output field
+    the settings name as the learned sparse field (Milvus fills it from the text: writes and searches would fail)."""
     keys = [name for name, field in fields.items() if field.get("is_partition_key")]
     wanted = settings.partition_key_field
     if keys != ([wanted] if wanted is not None else []):
@@ -174,12 +175,18 @@ def _check_optional_fields(
             f"(partition_key_field holds string tenants): {hint}"
         )
     outputs = {name for function in described.get("functions", []) for name in function.get("output_field_names", [])}
+    wanted_learned = settings.learned_sparse_field_name
+    if wanted_learned in outputs:
+        raise MilvusCollectionError(
+            f"{where(settings)} fills {wanted_learned!r} with its BM25 function, but learned_sparse_field_name names "
+            f"it: set sparse_field_name={wanted_learned!r} (and leave learned_sparse_field_name unset), or {hint}"
+        )
     learned = [
         name for name, field in fields.items() if field["type"] == DataType.SPARSE_FLOAT_VECTOR and name not in outputs
     ]
-    if learned and learned != [settings.learned_sparse_field_name]:
+    if learned and learned != [wanted_learned]:
         raise MilvusCollectionError(
-            f"{where(settings)} has learned sparse field {learned[0]!r}, not {settings.learned_sparse_field_name!r}: "
+            f"{where(settings)} has learned sparse field {learned[0]!r}, not {wanted_learned!r}: "
             f"set learned_sparse_field_name={learned[0]!r}, or {hint}"
         )
 

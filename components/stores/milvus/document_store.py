@@ -26,20 +26,17 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from haystack import Document, default_from_dict, default_to_dict, logging
-from haystack.document_stores.types import DuplicatePolicy
+from haystack import Document, default_from_dict, default_to_dict
 from haystack.utils import Secret, deserialize_secrets_inplace
 from milvus_haystack import MilvusDocumentStore as UpstreamMilvusDocumentStore
 from pymilvus import MilvusClient
 
 from components.stores.async_twins import DocumentStoreAsyncTwins
-from components.stores.document_checks import check_document_list
 from components.stores.document_pages import DocumentPages
 from components.stores.metadata_queries import MetadataQueries
 from components.stores.milvus.collection import (
     MilvusCollectionError,
     check_collection,
-    create_collection,
     ensure_loaded,
     missing,
     where,
@@ -52,18 +49,17 @@ from components.stores.milvus.connection import (
     open_client,
 )
 from components.stores.milvus.filter_operations import MilvusFilterOperations
-from components.stores.milvus.records import embedding_size, to_rows
 from components.stores.milvus.searches import RANKERS
 from components.stores.milvus.settings import MilvusSettings
 from components.stores.milvus.upstream import UpstreamCompatibility
-from components.stores.milvus.writes import clear_stale_meta, rows_to_write
+from components.stores.milvus.writes import MilvusWrites
 
-logger = logging.getLogger(__name__)
 __all__ = ["RANKERS", "MilvusDocumentStore"]
 
 
 class MilvusDocumentStore(
     UpstreamCompatibility,  # first: its retrieval methods replace upstream's
+    MilvusWrites,  # before upstream: its write_documents replaces upstream's
     UpstreamMilvusDocumentStore,  # type: ignore[misc]
     MilvusFilterOperations,
     DocumentStoreAsyncTwins,
@@ -238,81 +234,6 @@ class MilvusDocumentStore(
         if exists:
             yield from self._matching_pages(where, vectors=True, page_size=page_size)
 
-    def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
-        """
-        Write documents, with or without embeddings; the first write creates the collection.
-
-        A new collection's vectors have the size of the first embeddings written, or ``embedding_dim``.
-
-        :param policy: OVERWRITE (upsert), SKIP (keep what is stored), NONE or FAIL (error on an existing id).
-        :returns: the number of documents written.
-        :raises ValueError: naming the document with an embedding of another size, an id too long or a reserved
-            meta key; or a first write with no embedding and no ``embedding_dim``.
-        :raises DuplicateDocumentError: an id already stored (or twice in ``documents``) under NONE/FAIL.
-        :raises MilvusCollectionError: the collection exists with another dimension, metric or fields, or was
-            created before documents without an embedding could be stored and one has none.
-        """
-        check_document_list(documents)
-        if not documents:
-            return 0
-        size = embedding_size(documents)
-        with self._lock:
-            exists = self._exists()
-            dim = (size or self.dim or 0) if exists else self._new_dim(size)
-            rows = to_rows(documents, self.settings, dim, self._flagged or not exists)  # checked before any change
-            self._prepare_collection(dim)
-            key, overwrite = self.settings.id_field_name, policy == DuplicatePolicy.OVERWRITE
-            stored = set() if overwrite else {row[key] for row in self._stored([r[key] for r in rows], [key])}
-            rows = rows_to_write(rows, policy, stored, self.settings, where(self.settings))
-            if overwrite and self._merging_upsert:
-                clear_stale_meta(rows, self._stored([r[key] for r in rows], ["$meta"]), self.settings)
-            write = "upsert" if overwrite else "insert"
-            chunk = self.settings.index_chunk_size
-            for start in range(0, len(rows), chunk):
-                self._call(
-                    write, self.settings.collection_name, rows[start : start + chunk], timeout=self.settings.timeout
-                )
-            if len(rows) >= chunk:
-                self.flush()
-            return len(rows)
-
-    def _new_dim(self, size: int | None) -> int:
-        """The vector size of the collection the first write creates: the embeddings' size, or ``embedding_dim``."""
-        setting = self.settings.embedding_dim
-        if size is not None and setting is not None and size != setting:
-            raise ValueError(f"the documents' embeddings have {size} values but embedding_dim is {setting}")
-        dim = size or setting
-        if dim is None:
-            raise ValueError(
-                f"{where(self.settings)} does not exist yet and no document has an embedding, so its vector size "
-                f"is unknown: set embedding_dim (your embedder's size), or write embedded documents first"
-            )
-        return dim
-
-    def _prepare_collection(self, dim: int) -> None:
-        """Create the collection for ``dim``-dimensional vectors, or check that the existing one has them."""
-        if self._exists():
-            with self._errors("describe_collection"):
-                check_collection(self.client, self.settings, dim)
-            return
-        with self._errors("create_collection"):
-            create_collection(self.client, self.settings, dim)
-        self.dim, self._flagged = dim, True
-        self._sync_upstream_state()
-        logger.info(
-            "created {where} (BM25 analyzer: {analyzer})", where=where(self.settings), analyzer=self._analyzer()
-        )
-        if self.settings.num_partitions is not None and is_lite_engine(self.client):
-            logger.warning(
-                "{where}: Milvus Lite ignores num_partitions={n} and hashes the tenants into its own 16 partitions "
-                "(a Milvus server makes {n})",
-                where=where(self.settings),
-                n=self.settings.num_partitions,
-            )
-
-    def _analyzer(self) -> str:
-        return self.bm25_analyzer_in_use if self.settings.bm25 else "none"
-
     def delete_documents(self, document_ids: list[str]) -> None:
         """Delete the documents with these ids (unknown ids are ignored)."""
         with self._lock:
@@ -320,12 +241,6 @@ class MilvusDocumentStore(
                 self._call(
                     "delete", self.settings.collection_name, ids=list(document_ids), timeout=self.settings.timeout
                 )
-
-    def flush(self) -> None:
-        """Seal what was inserted so that searches run on indexed segments (call after bulk loads)."""
-        with self._lock:
-            if self._exists():
-                self._call("flush", self.settings.collection_name, timeout=self.settings.timeout)
 
     def _exists(self) -> bool:
         self.warm_up()

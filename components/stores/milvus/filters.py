@@ -18,9 +18,17 @@ called: ``>``/``>=``/``<``/``<=`` with a list, a dict or a string that is not a 
 ``content``. One difference remains: ``>`` with a number skips stored values that are not numbers, where
 Haystack's matcher raises FilterError when it meets a stored string.
 
+A string literal is written as JSON, and Milvus's parser refuses the escapes JSON gives the control characters
+U+0000-U+0008, U+000B, U+000C and U+000E-U+001F (``\\u0001``, ``\\b``, ``\\f``; tab, newline and carriage return
+parse), and a lone surrogate cannot be sent at all: a comparison with such a string (or on a meta key holding
+one) narrows nothing and is checked by the matcher (``sayable``).
+
 The tenant (``meta.<partition_key_field>``) is a VARCHAR field every document has, filtered like ``id``:
 ``== "a"`` and ``in [...]`` become ``tenant in ["a", ...]``, which Milvus reads to search only the partitions of
-those tenants. A filter on ``sparse_embedding`` is checked by the matcher on the stored vectors.
+those tenants (a tenant value that is not ``sayable`` is left out: no stored tenant holds one,
+``records.check_tenant``). A filter on ``sparse_embedding`` is checked by the matcher on the stored vectors. When a
+filter is inexact, its exact tenant conditions (``tenant_expression``) are kept beside the ids it selects, so a
+server still searches only those tenants' partitions.
 """
 
 import json
@@ -44,6 +52,9 @@ ORDERING = (">", ">=", "<", "<=")
 DOCUMENT_FIELDS = {f.name for f in fields(Document)}
 INT64 = (-(2**63), 2**63 - 1)
 ISO_DATE_START = re.compile(r"\d{4}-\d{2}-\d{2}")  # a superset of what Haystack's matcher reads as a date
+UNSAYABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+"""Characters no Milvus string literal holds: control characters whose JSON escape Milvus's parser refuses (all
+but tab, newline and carriage return), and lone surrogates (not UTF-8, so they cannot be sent)."""
 
 
 @dataclass(frozen=True)
@@ -61,12 +72,14 @@ UNKNOWN = Part("", exact=False)
 
 @dataclass(frozen=True)
 class MilvusFilter:
-    """A translated filter: the Milvus ``expression`` ('' everything, None nothing) and whether it is exact."""
+    """A translated filter: the Milvus ``expression`` ('' everything, None nothing) and whether it is exact;
+    ``tenant_expression``: the exact tenant conditions of its top-level AND (None: it has none)."""
 
     expression: str | None
     exact: bool
     filters: dict[str, Any] | None
     vectors: bool = False
+    tenant_expression: str | None = None
 
     def keeps(self, document: Document) -> bool:
         """Whether ``document`` (a candidate the expression selected) matches: Haystack's matcher if inexact."""
@@ -87,8 +100,14 @@ def translate(filters: dict[str, Any] | None, settings: MilvusSettings, flagged:
     check_filters(filters)
     if not filters:
         return MilvusFilter("", True, None)
-    part = _Translator(settings, flagged).node(filters)
-    return MilvusFilter(part.expr, part.exact, filters, part.vectors)
+    translator = _Translator(settings, flagged)
+    part = translator.node(filters)
+    return MilvusFilter(part.expr, part.exact, filters, part.vectors, translator.tenant_part(filters))
+
+
+def sayable(text: str) -> bool:
+    """Whether a Milvus expression can hold ``text`` as a string literal (see ``UNSAYABLE``)."""
+    return UNSAYABLE.search(text) is None
 
 
 def dense_expression(expression: str | None, flagged: bool) -> str | None:
@@ -99,9 +118,13 @@ def dense_expression(expression: str | None, flagged: bool) -> str | None:
     return flag if not expression else f"{flag} and ({expression})"
 
 
-def ids_expression(id_field: str, ids: list[str]) -> str | None:
-    """The expression selecting exactly ``ids`` (None when there are none)."""
-    return f"{id_field} in {json.dumps(ids, ensure_ascii=False)}" if ids else None
+def ids_expression(id_field: str, ids: list[str], tenant_expression: str | None = None) -> str | None:
+    """The expression selecting exactly ``ids`` (None when there are none), within ``tenant_expression`` if given
+    (the ids are that tenant's already; the condition lets a server search only its partitions)."""
+    if not ids:
+        return None
+    listed = f"{id_field} in {json.dumps(ids, ensure_ascii=False)}"
+    return listed if tenant_expression is None else f"({tenant_expression}) and ({listed})"
 
 
 def negate(part: Part) -> Part:
@@ -149,8 +172,8 @@ class _Translator:
             return negate(self.node({**node, "operator": "==" if operator == "!=" else "in"}))
         kind, name = self.target(field)
         if operator == "in":
-            if kind == "text":
-                return self.text_in(name, value)
+            if kind in ("text", "tenant"):
+                return self.text_in(name, value, tenant=kind == "tenant")
             return any_of([self.equal(kind, name, item) for item in value])
         if operator == "==":
             return self.equal(kind, name, value)
@@ -172,7 +195,9 @@ class _Translator:
         elif len(parts) > 1 or field in DOCUMENT_FIELDS:
             return "python", ""
         if parts == [self.settings.partition_key_field]:
-            return "text", parts[0]  # the tenant: a VARCHAR every document has, as id and content
+            return "tenant", parts[0]  # a VARCHAR every document has, as id and content
+        if not all(sayable(part) for part in parts):
+            return "python", ""
         return "json", "$meta" + "".join(f"[{json.dumps(p, ensure_ascii=False)}]" for p in parts)
 
     def equal(self, kind: str, name: str, value: Any) -> Part:
@@ -182,8 +207,8 @@ class _Translator:
             return Part(f"{EMBEDDED_FIELD} == false") if self.flagged else NOTHING
         if kind in ("python", "sparse"):
             return Part("", exact=False, vectors=kind == "sparse")
-        if kind == "text":
-            return self.text_in(name, [value])
+        if kind in ("text", "tenant"):
+            return self.text_in(name, [value], tenant=kind == "tenant")
         literal = _literal(value)
         if value is None:
             return Part(f"{name} is null")
@@ -191,18 +216,40 @@ class _Translator:
             return Part(f"{name} is not null", exact=False)
         return Part(f"{name} is not null and {name} == {literal}")
 
-    def text_in(self, name: str, values: list[Any]) -> Part:
-        """``id``/``content`` (never null): strings in one ``in``; a date string or a datetime is checked in Python."""
+    def text_in(self, name: str, values: list[Any], tenant: bool = False) -> Part:
+        """``id``/``content``/the tenant (never null): strings in one ``in``; a date string or a datetime is checked
+        in Python, and so is a string Milvus cannot hold, except as a tenant (which no stored tenant equals)."""
         if any(isinstance(v, datetime) or (isinstance(v, str) and ISO_DATE_START.match(v)) for v in values):
             return UNKNOWN
         texts = [v for v in values if isinstance(v, str)]
+        if not all(sayable(text) for text in texts):
+            if not tenant:
+                return UNKNOWN
+            texts = [text for text in texts if sayable(text)]
         return Part(f"{name} in {json.dumps(texts, ensure_ascii=False)}") if texts else NOTHING
+
+    def tenant_part(self, filters: dict[str, Any]) -> str | None:
+        """The exact tenant conditions of FILTERS' top-level AND (or of FILTERS, a tenant ``==``/``in``) as one
+        expression, None when there are none: what still narrows the search to those tenants' partitions."""
+        key = self.settings.partition_key_field
+        if key is None:
+            return None
+        conditions = filters["conditions"] if filters.get("operator") == "AND" else [filters]
+        parts = [
+            self.node(condition)
+            for condition in conditions
+            if condition.get("field") in (key, f"meta.{key}") and condition["operator"] in ("==", "in")
+        ]
+        exact = [part for part in parts if part.exact and part.expr]
+        if len(exact) < 2:
+            return exact[0].expr if exact else None
+        return all_of(exact).expr
 
     def ordering(self, kind: str, name: str, field: str, operator: str, value: Any) -> Part:
         if value is None:
             return NOTHING
         _check_orderable(field, operator, value, kind)
-        if kind in ("python", "embedding", "sparse", "text"):
+        if kind in ("python", "embedding", "sparse", "text", "tenant"):
             return Part("", exact=False, vectors=kind in ("embedding", "sparse"))
         literal = _literal(value)
         if literal is None or isinstance(value, str):
@@ -218,7 +265,7 @@ def _literal(value: Any) -> str | None:
         return str(value) if INT64[0] <= value <= INT64[1] else None
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else None
-    if isinstance(value, str) and not ISO_DATE_START.match(value):
+    if isinstance(value, str) and not ISO_DATE_START.match(value) and sayable(value):
         return json.dumps(value, ensure_ascii=False)
     return None
 
@@ -234,7 +281,7 @@ def _check_orderable(field: str, operator: str, value: Any, kind: str) -> None:
         return
     if not isinstance(value, int | float):
         raise FilterError(f"{where} needs a number or a date, got {type(value).__name__} {reprlib.repr(value)}")
-    if kind == "text":
+    if kind in ("text", "tenant"):
         raise FilterError(f"{where}: {field!r} holds text, which '>'/'<' compare only as dates; got a number")
 
 

@@ -9,9 +9,10 @@ than ``text_max_length`` UTF-8 bytes (Milvus counts VARCHAR length in bytes) is 
 a warning, never a failed insert; an id over ``id_max_length`` is an error naming it.
 
 With ``partition_key_field`` the meta key of that name is the document's tenant, stored in the collection's
-partition key field (a string of up to ``TENANT_MAX_LENGTH`` bytes, required: Milvus must place every row in a
-partition) and read back into the meta like any other key. With ``learned_sparse_field_name`` each document's
-``sparse_embedding`` is stored in that field (``sparse_vectors``) and read back with the embedding.
+partition key field (a string of up to ``TENANT_MAX_LENGTH`` bytes that a filter can name, required: Milvus must
+place every row in a partition) and read back into the meta like any other key. With ``learned_sparse_field_name``
+each document's ``sparse_embedding`` is stored in that field (``sparse_vectors``) and read back with the
+embedding.
 """
 
 import json
@@ -22,6 +23,7 @@ from haystack import Document
 from pymilvus.client.search_result import Hit
 
 from components.stores.milvus.collection import EMBEDDED_FIELD, TENANT_MAX_LENGTH, MilvusCollectionError, where
+from components.stores.milvus.filters import sayable
 from components.stores.milvus.settings import MilvusSettings
 from components.stores.milvus.sparse_vectors import sparse_value, to_sparse_embedding
 
@@ -110,15 +112,24 @@ def to_rows(documents: list[Document], settings: MilvusSettings, dim: int, flagg
 
 
 def check_tenant(value: Any, key: str, name: str) -> str:
-    """``value``, the tenant of NAME (its ``meta[KEY]``), if it is a string Milvus's partition key field holds.
+    """``value``, the tenant of NAME (its ``meta[KEY]``), if it is a string Milvus's partition key field holds and
+    a filter can name (``filters.sayable``: else it would be stored, but no filter on it would run).
 
     :raises ValueError: naming NAME, KEY and what a tenant must be.
     """
-    if not isinstance(value, str) or len(value.encode("utf-8")) > TENANT_MAX_LENGTH:
+    rule = (
+        f"{name}: meta[{key!r}] is its tenant (partition_key_field) and must be a string of at most "
+        f"{TENANT_MAX_LENGTH} bytes (UTF-8)"
+    )
+    if not isinstance(value, str):
+        raise ValueError(f"{rule}, got {value!r:.60}")
+    if not sayable(value):
         raise ValueError(
-            f"{name}: meta[{key!r}] is its tenant (partition_key_field) and must be a string of at most "
-            f"{TENANT_MAX_LENGTH} bytes, got {value!r:.60}"
+            f"{rule} without control characters U+0000-U+0008, U+000B, U+000C, U+000E-U+001F or lone surrogates "
+            f"(Milvus filters cannot hold them; tab, newline and carriage return are allowed), got {value!r:.60}"
         )
+    if len(value.encode("utf-8")) > TENANT_MAX_LENGTH:
+        raise ValueError(f"{rule}, got {value!r:.60}")
     return value
 
 

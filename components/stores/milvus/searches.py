@@ -44,14 +44,16 @@ class MilvusSearches(MilvusCalls):
         """
         The collection checked for this search, and the Milvus expression of ``filters`` for it (None: no match).
 
-        An inexact filter becomes the ids of the documents it selects, found with Haystack's matcher.
+        An inexact filter becomes the ids of the documents it selects, found with Haystack's matcher (within its
+        exact tenant conditions, so that a server still searches only those tenants' partitions).
         """
         self.warm_up()  # the translation reads the collection's schema
         where = self._filter(filters)
         self._searchable(sparse)
         if where.exact:
             return where.expression
-        return ids_expression(self.settings.id_field_name, [d.id for d in self._matching(where, vectors=False)])
+        ids = [document.id for document in self._matching(where, vectors=False)]
+        return ids_expression(self.settings.id_field_name, ids, where.tenant_expression)
 
     def _check_dim(self, query_embeddings: list[list[float]]) -> None:
         """Refuse query embeddings of another length than the collection's vectors (Milvus's error is a numpy one)."""
@@ -63,6 +65,23 @@ class MilvusSearches(MilvusCalls):
                     f"with the collection's model"
                 )
 
+    def _search(
+        self, data: list[Any], field: str, params: dict[str, Any], top_k: int, expression: str, kind: str
+    ) -> list[list[Document]]:
+        """One Milvus search of every query in DATA on FIELD; the hits as Documents of ``retrieval_type`` KIND."""
+        hits = self._call(
+            "search",
+            self.settings.collection_name,
+            data=data,
+            anns_field=field,
+            search_params=params,
+            limit=top_k,
+            filter=expression,
+            output_fields=output_fields(self.settings),
+            timeout=self.settings.timeout,
+        )
+        return hits_to_documents(hits, self.settings, kind)
+
     def embedding_search(
         self, query_embeddings: list[list[float]], top_k: int, filters: dict[str, Any] | None = None
     ) -> list[list[Document]]:
@@ -72,18 +91,10 @@ class MilvusSearches(MilvusCalls):
         self._check_dim(query_embeddings)
         if expression is None or not query_embeddings:  # None: the filters match nothing
             return [[] for _ in query_embeddings]
-        hits = self._call(
-            "search",
-            self.settings.collection_name,
-            data=query_embeddings,
-            anns_field=self.settings.vector_field_name,
-            search_params=self.settings.dense_search(),
-            limit=top_k,
-            filter=expression,
-            output_fields=output_fields(self.settings),
-            timeout=self.settings.timeout,
+        settings = self.settings
+        return self._search(
+            query_embeddings, settings.vector_field_name, settings.dense_search(), top_k, expression, "dense"
         )
-        return hits_to_documents(hits, self.settings, "dense")
 
     def bm25_search(
         self, queries: list[str], top_k: int, filters: dict[str, Any] | None = None
@@ -93,18 +104,8 @@ class MilvusSearches(MilvusCalls):
         expression = self._expression(filters, sparse=True)
         if expression is None or not queries:  # None: the filters match nothing
             return [[] for _ in queries]
-        hits = self._call(
-            "search",
-            self.settings.collection_name,
-            data=queries,
-            anns_field=self.settings.sparse_field_name,
-            search_params={"metric_type": "BM25", "params": {}},
-            limit=top_k,
-            filter=expression,
-            output_fields=output_fields(self.settings),
-            timeout=self.settings.timeout,
-        )
-        return hits_to_documents(hits, self.settings, "sparse")
+        bm25 = {"metric_type": "BM25", "params": {}}
+        return self._search(queries, self.settings.sparse_field_name, bm25, top_k, expression, "sparse")
 
     def sparse_embedding_search(
         self, query_sparse_embeddings: list[SparseEmbedding], top_k: int, filters: dict[str, Any] | None = None
@@ -133,18 +134,7 @@ class MilvusSearches(MilvusCalls):
         expression = self._expression(filters)
         if expression is None or not vectors:  # None: the filters match nothing
             return [[] for _ in vectors]
-        hits = self._call(
-            "search",
-            self.settings.collection_name,
-            data=vectors,
-            anns_field=field,
-            search_params={"metric_type": "IP", "params": {}},
-            limit=top_k,
-            filter=expression,
-            output_fields=output_fields(self.settings),
-            timeout=self.settings.timeout,
-        )
-        return hits_to_documents(hits, self.settings, "sparse")
+        return self._search(vectors, field, {"metric_type": "IP", "params": {}}, top_k, expression, "sparse")
 
     def hybrid_search(
         self,

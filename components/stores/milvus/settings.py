@@ -21,6 +21,7 @@ MAX_DIM = 32_768  # Milvus's largest FLOAT_VECTOR dimension
 NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 CONSISTENCY_LEVELS = ("Strong", "Session", "Bounded", "Eventually")
 MAX_PARTITIONS = 1024  # Milvus's default rootCoord.maxPartitionNum: the most num_partitions a partition key takes
+EMBEDDED_FIELD = "_has_embedding"  # BOOL: the row's vector is the document's embedding (else a placeholder)
 
 # English stop words (Lucene's list, which Milvus's "english" analyzer also drops).
 ENGLISH_STOP_WORDS = [
@@ -167,9 +168,10 @@ class MilvusSettings:
             check_int("num_partitions", self.num_partitions, 1, MAX_PARTITIONS)
         fields = [self.id_field_name, self.vector_field_name, self.text_field_name, self.sparse_field_name]
         fields += [name for name in (key, self.learned_sparse_field_name) if name is not None]
-        if len(set(fields)) != len(fields):
+        if len(set(fields)) != len(fields) or EMBEDDED_FIELD in fields:
             raise ValueError(
-                f"id, vector, text, sparse, partition key and learned sparse field names must differ, got {fields}"
+                f"id, vector, text, sparse, partition key and learned sparse field names must differ, from each other "
+                f"and from {EMBEDDED_FIELD!r} (the store's own field), got {fields}"
             )
 
     def _check_uri(self) -> None:

@@ -4,21 +4,25 @@ A store with ``learned_sparse_field_name`` keeps each Document's ``sparse_embedd
 term weights) in that field, indexed by SPARSE_INVERTED_INDEX with metric IP, so a search scores each document
 by the dot product of its weights and the query's. Milvus takes term ids in [0, 2^32 - 2] and finite,
 non-negative float32 weights, at least one of them non-zero; it refuses anything else with a gRPC error that
-names neither the document nor the cause. Here every vector is checked first, and a bad one is one ValueError
-naming the document (or query) and the field, before anything is written or searched.
+names neither the document nor the cause, and a write of several chunks would then stop part-way. Here every
+vector is checked first, and a bad one is one ValueError naming the document (or query) and the field, before
+anything is written or searched.
 
-A vector is stored as ``{term id: weight}`` of float32 weights; it reads back as a ``SparseEmbedding`` with its
-term ids in ascending order (the order Milvus keeps them in) and the float32 weights.
+The checks run on the weights as Milvus stores them, rounded to float32: a weight such as 1e-50 is non-zero as a
+Python float but 0 in float32 (a document of only such weights has no non-zero weight), and 3.4028235e38 rounds to
+float32's largest value (accepted) where 3.5e38 rounds to infinity (refused). A vector is stored as
+``{term id: weight}`` of those rounded weights; it reads back as a ``SparseEmbedding`` with its term ids in
+ascending order (the order Milvus keeps them in) and the same float32 weights (Milvus leaves out zero weights).
 """
 
 import math
 import numbers
 from typing import Any
 
+import numpy as np
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 MAX_TERM_ID = 2**32 - 2  # Milvus: "sparse vector index must be positive and less than 2^32-1"
-FLOAT32_MAX = 3.4028234663852886e38
 
 
 def sparse_value(embedding: Any, name: str, field: str, query: bool = False) -> dict[int, float]:
@@ -29,7 +33,8 @@ def sparse_value(embedding: Any, name: str, field: str, query: bool = False) -> 
     :param field: the learned sparse field, named in errors.
     :param query: a query may have no non-zero weight (it then matches nothing); a document may not.
     :raises ValueError: one line naming NAME and FIELD: no SparseEmbedding, a term id out of range or repeated,
-        a weight that is negative, NaN, infinite or too large for float32, or (documents) no non-zero weight.
+        a weight that is negative, NaN, infinite or too large for float32, or (documents) no weight that is
+        non-zero in float32.
     """
     where = f"{name}: its sparse_embedding (Milvus field {field!r})"
     if not isinstance(embedding, SparseEmbedding):
@@ -42,18 +47,34 @@ def sparse_value(embedding: Any, name: str, field: str, query: bool = False) -> 
         index = int(given)
         if index in vector:
             raise ValueError(f"{where} repeats term id {index}")
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not _is_weight(float(value)):
+        weight = _float32(value)
+        if weight is None:
             raise ValueError(
                 f"{where} has weight {value!r} at term id {index}; Milvus takes finite, non-negative float32 weights"
             )
-        vector[index] = float(value)
+        vector[index] = weight
     if not query and not any(vector.values()):
-        raise ValueError(f"{where} has no non-zero weight; Milvus stores at least one (re-encode the document)")
+        raise ValueError(
+            f"{where} has no non-zero weight in float32 (as Milvus stores weights; one under about 1.4e-45 rounds "
+            f"to 0); Milvus stores at least one (re-encode the document)"
+        )
     return dict(sorted(vector.items()))
 
 
-def _is_weight(value: float) -> bool:
-    return math.isfinite(value) and 0.0 <= value <= FLOAT32_MAX
+def _float32(value: Any) -> float | None:
+    """``value`` rounded to float32 (as Milvus stores it), or None if it is no number, negative, NaN, or infinite
+    once rounded (over float32's largest value, about 3.4028235e38)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        given = float(value)
+    except OverflowError:  # an int past float64's range
+        return None
+    if math.isnan(given) or given < 0:  # a tiny negative rounds to -0.0 but is still a negative weight
+        return None
+    with np.errstate(over="ignore"):
+        rounded = float(np.float32(given))
+    return rounded if math.isfinite(rounded) else None
 
 
 def to_sparse_embedding(value: Any) -> SparseEmbedding | None:

@@ -2,9 +2,9 @@
 
 Hand-written sparse embeddings (no model), in one collection with tenants written once for the module. The
 retrievers return what the store's sparse search returns (batch result i is the single result for query i),
-apply init and run filters by ``filter_policy``, ``top_k`` and ``score_threshold``, run async, round-trip through
-``to_dict``/``from_dict`` and a YAML pipeline, name a bad query, and milvus-haystack's own sparse retriever runs
-the same search for a ``query_sparse_embedding``.
+apply init and run filters by ``filter_policy``, ``top_k`` and ``score_threshold``, keep a pinned ``tenant`` whatever
+the run-time filters say, run async, round-trip through ``to_dict``/``from_dict`` and a YAML pipeline, name a bad
+query, and milvus-haystack's own sparse retriever runs the same search for a ``query_sparse_embedding``.
 """
 
 import asyncio
@@ -16,7 +16,12 @@ from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.types import FilterPolicy
 from milvus_haystack import MilvusSparseEmbeddingRetriever as UpstreamSparseRetriever
 
-from components.retrievers.milvus import MilvusSparseEmbeddingBatchRetriever, MilvusSparseEmbeddingRetriever
+from components.retrievers.milvus import (
+    MilvusBM25Retriever,
+    MilvusHybridRetriever,
+    MilvusSparseEmbeddingBatchRetriever,
+    MilvusSparseEmbeddingRetriever,
+)
 from components.stores.milvus import MilvusDocumentStore
 from tests.support.milvus import assert_same_results, corpus, ids
 
@@ -82,6 +87,53 @@ def test_filters_top_k_and_score_threshold(store: MilvusDocumentStore) -> None:
     kept = replace.run(query_sparse_embedding=QUERIES[0], score_threshold=threshold)["documents"]
     assert ids(kept) == [h.id for h, score in zip(hits, scores, strict=True) if score >= threshold]
     assert len(kept) < len(hits)
+
+
+RUN_FILTERS = [
+    None,
+    {"field": "meta.tenant", "operator": "==", "value": "b"},  # MERGE: the run-time condition on the field wins
+    {"operator": "OR", "conditions": [ODD, {"field": "id", "operator": "!=", "value": ""}]},  # MERGE: init dropped
+    {"field": "id", "operator": "!=", "value": ""},  # REPLACE: init dropped
+]
+
+
+@pytest.mark.parametrize("policy", [FilterPolicy.REPLACE, FilterPolicy.MERGE])
+def test_a_pinned_tenant_holds_whatever_the_run_time_filters_say(
+    store: MilvusDocumentStore, policy: FilterPolicy
+) -> None:
+    """Init filters on the tenant leak other tenants under either policy (Haystack's apply_filter_policy drops them);
+    ``tenant`` is ANDed with the result, so every hit is tenant a's."""
+    pinned = MilvusSparseEmbeddingRetriever(store, top_k=20, filter_policy=policy, tenant="a")
+    batch = MilvusSparseEmbeddingBatchRetriever(store, top_k=20, filter_policy=policy, tenant="a")
+    leaky = MilvusSparseEmbeddingRetriever(store, filters=TENANT_A, top_k=20, filter_policy=policy)
+    leaked = set()
+    for filters in RUN_FILTERS:
+        hits = pinned.run(query_sparse_embedding=QUERIES[0], filters=filters)["documents"]
+        assert {h.meta["tenant"] for h in hits} <= {"a"}, filters
+        assert batch.run(query_sparse_embeddings=QUERIES[:1], filters=filters)["documents"] == [hits]
+        leaked |= {h.meta["tenant"] for h in leaky.run(query_sparse_embedding=QUERIES[0], filters=filters)["documents"]}
+    assert "b" in leaked  # what the setting is for
+    assert pinned.run(query_sparse_embedding=QUERIES[0])["documents"]
+    bm25 = MilvusBM25Retriever(store, top_k=20, filter_policy=policy, tenant="a")
+    words = " ".join({word for document in documents() for word in (document.content or "").split()})
+    assert {h.meta["tenant"] for h in bm25.run(query=words, filters=RUN_FILTERS[2])["documents"]} == {"a"}
+
+
+def test_the_tenant_setting_round_trips_and_is_refused_where_it_cannot_hold(
+    store: MilvusDocumentStore, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    for retriever in (
+        MilvusSparseEmbeddingRetriever(store, tenant="a"),
+        MilvusHybridRetriever(store, tenant="a", ranker="weighted"),
+    ):
+        data = retriever.to_dict()
+        assert data["init_parameters"]["tenant"] == "a"
+        assert type(retriever).from_dict(data).tenant == "a"
+    plain = MilvusDocumentStore(uri=str(tmp_path_factory.mktemp("plain") / "m.db"))
+    with pytest.raises(ValueError, match="tenant 'a': the store has no partition_key_field"):
+        MilvusSparseEmbeddingRetriever(plain, tenant="a")
+    with pytest.raises(ValueError, match=r"tenant: meta\['tenant'\] is its tenant .* without control characters"):
+        MilvusBM25Retriever(store, tenant="a\x01")
 
 
 def test_a_bad_query_is_named(store: MilvusDocumentStore) -> None:

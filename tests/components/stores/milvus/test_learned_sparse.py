@@ -3,7 +3,9 @@
 Documents with hand-written ``SparseEmbedding``s (no model) are written once for the module. Sparse search ranks
 by the dot product of the weights, checked against numpy; filters (a tenant too) apply inside Milvus; the
 embeddings read back as written. A document or query Milvus cannot take is one ValueError naming it and the
-field, and nothing is written; a collection without the field (or with another) is refused naming the setting.
+field, and nothing is written, checked on the weights as float32 (as Milvus stores them) and for every chunk of the
+write before the first; a collection without the field (or with another, or whose BM25 field the setting names) is
+refused naming the setting.
 """
 
 import dataclasses
@@ -122,8 +124,22 @@ def test_documents_read_back_with_their_sparse_embeddings(store: MilvusDocumentS
         (SparseEmbedding(indices=[-1], values=[1.0]), "has term id -1"),
         (SparseEmbedding(indices=[4, 4], values=[1.0, 1.0]), "repeats term id 4"),
         (SparseEmbedding(indices=[4], values=[0.0]), "has no non-zero weight"),
+        (SparseEmbedding(indices=[4, 5], values=[1e-50, 0.0]), "has no non-zero weight in float32"),
+        (SparseEmbedding(indices=[4], values=[3.5e38]), "has weight 3.5e[+]38 at term id 4"),
+        (SparseEmbedding(indices=[4], values=[-1e-50]), "has weight -1e-50 at term id 4"),
     ],
-    ids=["missing", "negative", "nan", "too-large-id", "negative-id", "repeated", "all-zero"],
+    ids=[
+        "missing",
+        "negative",
+        "nan",
+        "too-large-id",
+        "negative-id",
+        "repeated",
+        "all-zero",
+        "zero-in-float32",
+        "infinite-in-float32",
+        "tiny-negative",
+    ],
 )
 def test_a_document_milvus_cannot_store_is_named_with_the_field_and_nothing_is_written(
     store: MilvusDocumentStore, sparse: SparseEmbedding | None, problem: str
@@ -134,6 +150,28 @@ def test_a_document_milvus_cannot_store_is_named_with_the_field_and_nothing_is_w
                        rf"'{FIELD}'\) {problem}"):  # fmt: skip
         store.write_documents([good, bad])
     assert store.count_documents() == 24
+
+
+def test_a_write_of_many_chunks_checks_every_document_before_the_first_insert(db: str) -> None:
+    """A weight of 1e-50 is non-zero in Python but 0 in float32: Milvus would refuse the third chunk of this write
+    after storing the first two; the store refuses it first. 3.4028235e38 rounds to float32's largest: stored."""
+    store = MilvusDocumentStore(
+        uri=db, collection_name="chunked", learned_sparse_field_name=FIELD, index_chunk_size=2, embedding_dim=4
+    )
+    try:
+        good = [Document(id=f"g{n}", content="x", sparse_embedding=SparseEmbedding([n], [1.0])) for n in range(4)]
+        tiny = Document(id="tiny", content="x", sparse_embedding=SparseEmbedding(indices=[1], values=[1e-50]))
+        with pytest.raises(ValueError, match=r"documents\[4\] \(id 'tiny'\).* has no non-zero weight in float32"):
+            store.write_documents([*good, tiny])
+        assert store.count_documents() == 0
+        largest = Document(id="max", content="x", sparse_embedding=SparseEmbedding(indices=[1], values=[3.4028235e38]))
+        assert store.write_documents([*good, largest]) == 5
+        assert store.get_documents_by_id(["max"])[0].sparse_embedding == SparseEmbedding(
+            [1], [float(np.finfo("f4").max)]
+        )
+        assert store.sparse_embedding_search([SparseEmbedding(indices=[1], values=[1e-50])], 5) == [[]]
+    finally:
+        store.close()
 
 
 def test_a_store_without_the_field_cannot_search_sparse_embeddings(tmp_path: Path) -> None:
@@ -160,11 +198,31 @@ def test_a_collection_with_another_learned_field_is_refused_naming_the_setting(
         other.close()
 
 
+def test_naming_the_bm25_field_as_the_learned_field_is_refused_at_open(db: str) -> None:
+    """Milvus fills the BM25 field from the text: a store taking it for the learned field could neither write nor
+    search it."""
+    bm25 = MilvusDocumentStore(uri=db, collection_name="bm25_only")
+    bm25.write_documents(corpus(1))
+    bm25.close()
+    other = MilvusDocumentStore(
+        uri=db, collection_name="bm25_only", bm25=False, sparse_field_name="unused", learned_sparse_field_name="sparse"
+    )
+    try:
+        with pytest.raises(
+            MilvusCollectionError, match="fills 'sparse' with its BM25 function, but learned_sparse_field_name names it"
+        ):
+            other.warm_up()
+    finally:
+        other.close()
+
+
 def test_the_field_setting_survives_yaml_and_must_be_a_distinct_name(tmp_path: Path) -> None:
     store = MilvusDocumentStore(uri=str(tmp_path / "m.db"), learned_sparse_field_name=FIELD)
     data = yaml.safe_load(yaml.safe_dump(store.to_dict()))
     assert MilvusDocumentStore.from_dict(data).settings.learned_sparse_field_name == FIELD
     with pytest.raises(ValueError, match="field names must differ"):
         MilvusDocumentStore(uri=str(tmp_path / "m.db"), learned_sparse_field_name="sparse")
+    with pytest.raises(ValueError, match="must differ, from each other and from '_has_embedding'"):
+        MilvusDocumentStore(uri=str(tmp_path / "m.db"), learned_sparse_field_name="_has_embedding")
     with pytest.raises(ValueError, match="learned_sparse_field_name must start with a letter"):
         MilvusDocumentStore(uri=str(tmp_path / "m.db"), learned_sparse_field_name="bad-name")

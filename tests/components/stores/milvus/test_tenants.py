@@ -3,7 +3,9 @@
 One collection holds two tenants of unequal size, written once for the module. A filter on ``meta.tenant`` keeps
 every search (dense, BM25) and read inside that tenant, also when ``top_k`` is larger than its share; the filter
 reaches Milvus as an exact expression on the partition key field; documents read back with their tenant in the
-meta. A document without a string tenant is refused by name before anything is written; a collection whose
+meta. A document without a string tenant (or with one no Milvus filter can name: control characters, a lone
+surrogate) is refused by name before anything is written; filters with such strings on other fields still select
+what Haystack's matcher selects; an inexact filter keeps its tenant condition for Milvus; a collection whose
 partition key is not the one the settings name is refused naming ``partition_key_field``; bad settings fail at
 init; the settings survive ``to_dict``/``from_dict`` and YAML.
 """
@@ -99,8 +101,15 @@ def test_num_partitions_on_milvus_lite_is_a_warning_that_it_is_ignored(
 
 @pytest.mark.parametrize(
     ("tenant", "shown"),
-    [(None, "got None"), (7, "got 7"), ("x" * 513, "at most 512 bytes")],
-    ids=["none", "int", "long"],
+    [
+        (None, "got None"),
+        (7, "got 7"),
+        ("x" * 513, "at most 512 bytes"),
+        ("a\x01", "without control characters U+0000-U+0008, U+000B, U+000C, U+000E-U+001F"),
+        ("a\x0c", "tab, newline and carriage return are allowed"),
+        ("a\ud800", "or lone surrogates"),
+    ],
+    ids=["none", "int", "long", "control", "form-feed", "surrogate"],
 )
 def test_a_document_without_a_string_tenant_is_refused_by_name_and_nothing_is_written(
     store: MilvusDocumentStore, tenant: object, shown: str
@@ -112,6 +121,47 @@ def test_a_document_without_a_string_tenant_is_refused_by_name_and_nothing_is_wr
     assert "partition_key_field" in str(error.value)
     assert shown in str(error.value)
     assert store.count_documents() == 20
+
+
+def test_filters_holding_strings_milvus_cannot_parse_still_select_what_haystack_selects(db: str) -> None:
+    """Milvus's parser refuses the JSON escapes of control characters: such comparisons on id, content and meta are
+    left to Haystack's matcher. A tenant with one matches nothing (none can be stored); a tab is a fine tenant."""
+    store = MilvusDocumentStore(uri=db, collection_name="controls", partition_key_field="tenant", embedding_dim=4)
+    try:
+        store.write_documents(
+            [
+                Document(id="c\x01", content="alpha\x02", meta={"tenant": "a\tb", "m": "v\x03", "k\x04": 1}),
+                Document(id="plain", content="beta", meta={"tenant": "b", "m": "w"}),
+            ]
+        )
+        cases: list[tuple[dict[str, Any], list[str]]] = [
+            ({"field": "id", "operator": "==", "value": "c\x01"}, ["c\x01"]),
+            ({"field": "content", "operator": "in", "value": ["alpha\x02", "nope"]}, ["c\x01"]),
+            ({"field": "meta.m", "operator": "==", "value": "v\x03"}, ["c\x01"]),
+            ({"field": "meta.m", "operator": "!=", "value": "v\x03"}, ["plain"]),
+            ({"field": "meta.k\x04", "operator": "==", "value": 1}, ["c\x01"]),
+            ({"field": "meta.tenant", "operator": "==", "value": "a\tb"}, ["c\x01"]),
+            ({"field": "meta.tenant", "operator": "in", "value": ["a\x01", "b"]}, ["plain"]),
+            ({"field": "meta.tenant", "operator": "==", "value": "a\ud800"}, []),
+        ]
+        for filters, expected in cases:
+            assert sorted(d.id for d in store.filter_documents(filters)) == expected, filters
+        assert store.count_documents_by_filter(cases[0][0]) == 1
+        assert store.delete_by_filter(cases[6][0]) == 1
+    finally:
+        store.close()
+
+
+def test_an_inexact_filter_keeps_its_tenant_condition_beside_the_ids(store: MilvusDocumentStore) -> None:
+    """A filter Milvus cannot say exactly runs on the ids Haystack's matcher selects; the tenant condition stays in
+    the expression, so a Milvus server still searches only that tenant's partition."""
+    listed = {"field": "meta.tags", "operator": "!=", "value": ["x"]}  # a list: Milvus has no list literals
+    inexact = {"operator": "AND", "conditions": [TENANT_A, listed]}
+    assert not store._filter(inexact).exact
+    expression = store._expression(inexact)
+    assert expression is not None
+    assert expression.startswith('(tenant in ["a"]) and (id in [')
+    assert set(ids(store.embedding_search([QUERY], top_k=15, filters=inexact)[0])) == of_tenant("a")
 
 
 def test_moving_a_document_to_another_tenant_moves_it_out_of_the_old_ones_results(db: str) -> None:
@@ -165,6 +215,7 @@ def test_an_unkeyed_collection_is_refused_for_a_store_with_tenants(db: str) -> N
         ({"partition_key_field": "meta.tenant"}, "names the meta key itself: 'tenant' for meta.tenant"),
         ({"partition_key_field": "1st"}, "partition_key_field must start with a letter"),
         ({"partition_key_field": "id"}, "field names must differ"),
+        ({"partition_key_field": "_has_embedding"}, "and from '_has_embedding' \\(the store's own field\\)"),
         ({"num_partitions": 8}, "num_partitions needs partition_key_field"),
         ({"partition_key_field": "tenant", "num_partitions": 0}, r"num_partitions must be an integer in \[1, 1024\]"),
         (
