@@ -24,6 +24,12 @@ _import_structure = {
     "sentence_transformers_document_embedder": ["SentenceTransformersDocumentEmbedder"],
     "sentence_transformers_image_embedder": ["ImageEmbeddingError", "SentenceTransformersImageEmbedder"],
     "sentence_transformers_text_embedder": ["SentenceTransformersTextEmbedder"],
+    "sentence_transformers_sparse_document_embedder": ["SentenceTransformersSparseDocumentEmbedder"],
+    "sentence_transformers_sparse_text_embedder": ["SentenceTransformersSparseTextEmbedder"],
+    "sentence_transformers_sparse_batch_text_embedder": ["SentenceTransformersSparseBatchTextEmbedder"],
+    "tei_sparse_document_embedder": ["TEISparseDocumentEmbedder"],
+    "tei_sparse_text_embedder": ["TEISparseTextEmbedder"],
+    "tei_sparse_batch_text_embedder": ["TEISparseBatchTextEmbedder"],
 }
 
 if TYPE_CHECKING:
@@ -51,8 +57,20 @@ if TYPE_CHECKING:
     from .sentence_transformers_image_embedder import (
         SentenceTransformersImageEmbedder as SentenceTransformersImageEmbedder,
     )
+    from .sentence_transformers_sparse_batch_text_embedder import (
+        SentenceTransformersSparseBatchTextEmbedder as SentenceTransformersSparseBatchTextEmbedder,
+    )
+    from .sentence_transformers_sparse_document_embedder import (
+        SentenceTransformersSparseDocumentEmbedder as SentenceTransformersSparseDocumentEmbedder,
+    )
+    from .sentence_transformers_sparse_text_embedder import (
+        SentenceTransformersSparseTextEmbedder as SentenceTransformersSparseTextEmbedder,
+    )
     from .sentence_transformers_text_embedder import (
         SentenceTransformersTextEmbedder as SentenceTransformersTextEmbedder,
     )
+    from .tei_sparse_batch_text_embedder import TEISparseBatchTextEmbedder as TEISparseBatchTextEmbedder
+    from .tei_sparse_document_embedder import TEISparseDocumentEmbedder as TEISparseDocumentEmbedder
+    from .tei_sparse_text_embedder import TEISparseTextEmbedder as TEISparseTextEmbedder
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

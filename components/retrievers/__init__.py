@@ -1,5 +1,5 @@
-"""Retrievers: FAISS embedding, BM25 and Milvus (dense, BM25, learned sparse, hybrid), remote (UltraRAG's /search),
-single and batch.
+"""Retrievers: FAISS embedding, BM25, learned sparse and Milvus (dense, BM25, learned sparse, hybrid), remote
+(UltraRAG's /search), single and batch.
 
 Submodules import on first use (Haystack's LazyImporter pattern), so importing one component never
 loads the heavy libraries (torch, faiss, bm25s) of the others.
@@ -24,6 +24,7 @@ _import_structure = {
         "MilvusSparseEmbeddingBatchRetriever",
     ],
     "remote": ["UltraRAGRemoteRetriever", "UltraRAGRemoteBatchRetriever"],
+    "sparse": ["SparseEmbeddingRetriever", "SparseEmbeddingBatchRetriever", "SparseEmbeddingBatchCandidateRetriever"],
 }
 
 if TYPE_CHECKING:
@@ -41,5 +42,8 @@ if TYPE_CHECKING:
     from .milvus import MilvusSparseEmbeddingRetriever as MilvusSparseEmbeddingRetriever
     from .remote import UltraRAGRemoteBatchRetriever as UltraRAGRemoteBatchRetriever
     from .remote import UltraRAGRemoteRetriever as UltraRAGRemoteRetriever
+    from .sparse import SparseEmbeddingBatchCandidateRetriever as SparseEmbeddingBatchCandidateRetriever
+    from .sparse import SparseEmbeddingBatchRetriever as SparseEmbeddingBatchRetriever
+    from .sparse import SparseEmbeddingRetriever as SparseEmbeddingRetriever
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)
