@@ -29,6 +29,7 @@ from haystack_integrations.components.embedders.sentence_transformers.embedding_
     _SentenceTransformersSparseEmbeddingBackendFactory,
     _SentenceTransformersSparseEncoderEmbeddingBackend,
 )
+from sentence_transformers.sparse_encoder.modules import SparseStaticEmbedding, SpladePooling
 
 from components.embedders.model_resolver import resolve_model
 
@@ -61,6 +62,21 @@ def to_sparse_embeddings(batch: torch.Tensor) -> list[SparseEmbedding]:
         SparseEmbedding(indices=columns[s:e].tolist(), values=values[s:e].tolist())
         for s, e in itertools.pairwise(bounds)
     ]
+
+
+def check_sparse_head(model: torch.nn.Module, name: str) -> None:
+    """Refuse a model with no sparse pooling module (``SpladePooling``, or ``SparseStaticEmbedding``, the query
+    side of inference-free SPLADE). sentence-transformers turns a dense model into a ``SparseEncoder`` by adding an
+    untrained sparse autoencoder, which encodes without error into vectors that rank nothing well: an index built
+    from them would look fine and be useless.
+
+    :raises ValueError: naming the model.
+    """
+    if not any(isinstance(module, (SpladePooling, SparseStaticEmbedding)) for module in model.modules()):
+        raise ValueError(
+            f"model {name!r} is no SPLADE-style sparse model (it has no SpladePooling or SparseStaticEmbedding "
+            f"module; a dense model gets an untrained sparse head): use a SparseEncoder such as {DEFAULT_SPARSE_MODEL}"
+        )
 
 
 class SparseEncodingBase:
@@ -176,9 +192,12 @@ class SparseEncodingBase:
         self._load_backend()
 
     def _load_backend(self) -> _SentenceTransformersSparseEncoderEmbeddingBackend:
-        """The cached backend of our load parameters (the MiniLM-style resolver applied to the model id)."""
+        """The cached backend of our load parameters (the MiniLM-style resolver applied to the model id).
+
+        :raises ValueError: The model has no sparse head (see ``check_sparse_head``), naming it.
+        """
         if self.embedding_backend is None:
-            self.embedding_backend = _SentenceTransformersSparseEmbeddingBackendFactory.get_embedding_backend(
+            backend = _SentenceTransformersSparseEmbeddingBackendFactory.get_embedding_backend(
                 model=resolve_model(self.model),
                 device=self.device.to_torch_str(),
                 auth_token=self.token,
@@ -190,9 +209,11 @@ class SparseEncodingBase:
                 config_kwargs=self.config_kwargs,
                 backend=self.backend,
             )
+            check_sparse_head(backend.model, self.model)
             max_length = (self.tokenizer_kwargs or {}).get("model_max_length")
             if max_length:
-                self.embedding_backend.model.max_seq_length = max_length
+                backend.model.max_seq_length = max_length
+            self.embedding_backend = backend
         return self.embedding_backend
 
     def _encode(self, texts: list[str], *, queries: bool, show_progress_bar: bool) -> list[SparseEmbedding]:

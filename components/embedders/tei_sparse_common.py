@@ -8,8 +8,9 @@ that is not a SPLADE model answers 424, more inputs than the server's ``--max-cl
 
 Texts go out ``batch_size`` at a time, one request after another; 429, 503 and connection errors are retried with
 exponential back-off, all within ``timeout`` per request. Every answer is checked (one list per input, entries of a
-term id >= 0 and a finite weight, no term twice) and limited in size (``components.http_limits``); a failure raises
-``TEISparseError`` naming the URL, the status and the server's message, never an empty vector.
+term id in [0, 2**31 - 1) and a finite weight, no term twice, at most ``MAX_TERMS`` terms) and limited in size
+(``components.http_limits``); a failure raises ``TEISparseError`` naming the URL, the status and the server's
+message, never an empty vector.
 """
 
 import asyncio
@@ -26,6 +27,11 @@ from components.http_limits import CallDeadline, LimitedAsyncClient, NotJSON, Un
 from components.rankers.rerank_protocol import error_text
 
 RETRY_STATUSES = (429, 503)
+MAX_TERMS = 65_536
+"""Most terms one vector may hold: a SPLADE vector activates tens to hundreds of a vocabulary's 30,000-250,000
+terms, so more is an answer gone wrong that would bloat the index (and every search touching it)."""
+MAX_TERM_ID = 2**31 - 1
+"""Term ids must stay below it: the sparse store keeps them as int32 (``components.stores.sparse.vectors``)."""
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # 32 texts of a few thousand terms each, as JSON, stay far below
 
 
@@ -41,12 +47,14 @@ def parse_answer(body: Any, n_texts: int) -> list[SparseEmbedding]:
     for i, entries in enumerate(body):
         if not isinstance(entries, list):
             raise ValueError(f"vector {i} is not a list of {{index, value}} entries")
+        if len(entries) > MAX_TERMS:
+            raise ValueError(f"vector {i} has {len(entries)} terms, more than the {MAX_TERMS} a sparse vector may hold")
         indices, values = [], []
         for entry in entries:
             index = entry.get("index") if isinstance(entry, dict) else None
             value = entry.get("value") if isinstance(entry, dict) else None
-            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-                raise ValueError(f"vector {i} has an entry without a term id >= 0: {str(entry)[:80]}")
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < MAX_TERM_ID:
+                raise ValueError(f"vector {i} has an entry without a term id in [0, {MAX_TERM_ID}): {str(entry)[:80]}")
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"vector {i} has an entry without a finite value: {str(entry)[:80]}")
             indices.append(index)

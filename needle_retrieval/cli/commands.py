@@ -68,7 +68,7 @@ def cmd_index(args: argparse.Namespace) -> None:
     from needle_retrieval.index.milvus_place import tenant_settings
 
     store_settings = tenant_settings(args.store, args.partition_key)
-    if args.no_dense and args.batch_size is not None:
+    if args.no_dense and args.batch_size is not None and not args.sparse:
         raise NeedleError("--batch-size sets the document embedder's batch: --no-dense embeds nothing")
     check_corpus(Path(args.corpus))
     limit_threads(args.threads)

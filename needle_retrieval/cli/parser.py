@@ -183,8 +183,9 @@ def parser() -> argparse.ArgumentParser:
         "--ultrarag-mode",
         choices=MODES,
         metavar="MODE",
-        help="the mode UltraRAG's POST /search and MCP retriever_search answer in: dense, bm25, hybrid or rrf, one the "
-        "index serves (default: its dense part, as UltraRAG's retriever_search is dense; BM25 on a BM25-only index)",
+        help="the mode UltraRAG's POST /search and MCP retriever_search answer in: dense, bm25, hybrid, rrf or sparse, "
+        "one the index serves (hybrid and rrf fuse dense with its learned sparse part when it has one, else BM25; "
+        "default: its dense part, as UltraRAG's retriever_search is dense; else BM25, or the sparse part alone)",
     )
     add_fusion_flag(sv, "server")
     add_trust_flags(sv)

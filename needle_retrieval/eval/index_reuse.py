@@ -5,9 +5,10 @@ and searches it with the same pipelines as ``needle search``.
 
 An index fits when its manifest records the same corpus content (``corpus_sha256``, the sha256 of the corpus
 file's bytes, so an edited file of the same name and size does not fit), the same store, the parts the mode
-searches, and, when the mode embeds queries, the same model with the sentence-transformers backend and a flat
-FAISS index, and the BM25 language, that ``needle eval`` builds with. Manifests written before the hash was
-recorded never fit.
+searches and no learned sparse part (``needle index --sparse``: eval builds none, and where there is one hybrid
+and rrf fuse dense with it, not with BM25), and, when the mode embeds queries, the same model with the
+sentence-transformers backend and a flat FAISS index, and the BM25 language, that ``needle eval`` builds with.
+Manifests written before the hash was recorded never fit.
 
 A fitting index is still opened before it is trusted: the searcher loads every part and checks its document
 count, and the index it opened is checked again (another process may have switched the index meanwhile).
@@ -73,6 +74,7 @@ def fits(manifest: IndexManifest, digest: str, mode: str, model: str, store: str
         and manifest.store == store
         and not manifest.multimodal
         and parts <= set(manifest.modes)
+        and "sparse" not in manifest.modes
         and (not embeds or (manifest.model == model and manifest.embedder is None and manifest.dense_index is None))
         and ("bm25" not in parts or manifest.bm25_lang == EVAL_LANG)
     )

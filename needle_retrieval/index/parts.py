@@ -165,8 +165,9 @@ def build_sparse(
     Run pipelines/sparse_index.yaml into GENERATION/sparse with the SparseEncoder MODEL, once per CHUNK_SIZE
     documents, saving the sparse store once at the end; returns the number of documents written.
 
-    ``documents_from``: the dense part of the same generation, where it will be once live; the sparse part then
-    stores no documents of its own. ``options``: the reader's duplicate-id rule and the embedder's batch size.
+    ``documents_from``: the directory the same generation's dense part will have once the generation is live; the
+    sparse part then reads its documents from there and stores none of its own (None: it stores its own).
+    ``options``: the reader's duplicate-id rule and the embedder's batch size.
     """
     data = pf.load_template("sparse_index")
     pf.set_init_param(data, "embedder.model", model)

@@ -66,6 +66,7 @@ def tune(
         print(f"needle: warning: fitting on split {split!r}, the one `needle eval` scores by default", file=sys.stderr)
     dataset = load_beir(dataset_dir, split)
     index = Path(index_dir) if index_dir else default_index_dir(dataset.corpus_path)
+    refuse_sparse_fusion(index)
     reused, build_seconds = prepare_index(dataset.corpus_path, index, "hybrid", model)
     train = fetch(index, dataset)
     fusion = fit(train, {"dataset": dataset.name, "split": split, "queries": len(dataset.queries), "model": model})
@@ -79,6 +80,23 @@ def tune(
     report["train"] = scores(train, fusion.mix, fusion.rrf_k, dataset.qrels, list(dataset.queries))
     report["test"] = scores_on_test(dataset_dir, split, index, fusion.mix, fusion.rrf_k)
     return report
+
+
+def refuse_sparse_fusion(index: Path) -> None:
+    """Refuse an index whose hybrid fuses dense with a learned sparse part (``needle index --sparse``): the fit
+    fetches dense and BM25 candidates, so its values would be installed for a fusion they were not fitted on, and a
+    rebuild without the sparse part would replace the user's index.
+
+    :raises NeedleError: one line naming the index directory.
+    """
+    from needle_retrieval.eval.index_reuse import live_manifest
+
+    manifest = live_manifest(index)
+    if manifest is not None and manifest.fused_side == "sparse":
+        raise NeedleError(
+            f"--index-dir {index}: its hybrid fuses dense with a learned sparse part (needle index --sparse); "
+            "needle tune fits dense + BM25 only: give another --index-dir"
+        )
 
 
 def fit(train: "CandidateMatrices", fitted_on: dict[str, Any]) -> Fusion:

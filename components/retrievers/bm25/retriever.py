@@ -49,7 +49,9 @@ class BM25Retriever(StoreRetrieverBase[BM25DocumentStore]):
         :param document_store: The BM25DocumentStore to search.
         :param filters: Haystack metadata filters applied to every query (see ``filter_policy``).
         :param top_k: Maximum number of documents per query, in [1, 10000].
-        :param filter_policy: ``REPLACE`` (runtime filters replace ``filters``) or ``MERGE`` (both apply).
+        :param filter_policy: ``REPLACE`` (run-time filters, when given, replace ``filters``) or ``MERGE`` (Haystack's
+            merge: both apply, except that a run-time condition on a field ``filters`` names replaces that condition,
+            and ``filters`` are dropped when the top-level operators differ).
         :param score_threshold: Drop hits whose BM25 score is below it; None keeps every hit.
         :raises TypeError: If ``document_store`` is not a BM25DocumentStore.
         :raises ValueError: If ``top_k`` is not an integer in [1, 10000] or ``score_threshold`` is not None or a

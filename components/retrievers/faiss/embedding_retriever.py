@@ -53,7 +53,9 @@ class FAISSRetrieverBase(StoreRetrieverBase[FAISSDocumentStore]):
         :param document_store: the FAISSDocumentStore to search.
         :param filters: Haystack filters applied to every query.
         :param top_k: documents per query, in [1, 10000].
-        :param filter_policy: REPLACE (run-time filters replace init filters) or MERGE (both apply).
+        :param filter_policy: REPLACE (run-time filters, when given, replace the init filters) or MERGE (Haystack's
+            merge: both apply, except that a run-time condition on a field the init filters name replaces that
+            condition, and the init filters are dropped when the top-level operators differ).
         :param return_embedding: return the documents' stored embeddings too.
         :param score_threshold: drop hits scoring below it (the store's metric: cosine or inner product, or the
             negated squared L2 distance); None keeps every hit.

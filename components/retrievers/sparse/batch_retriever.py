@@ -26,6 +26,7 @@ class SparseEmbeddingBatchRetriever(StoreRetrieverBase[SparseDocumentStore]):
 
     _store_type = SparseDocumentStore
     _store_error = TypeError
+    _extra_init_parameters = ("return_embedding",)
 
     def __init__(
         self,
@@ -34,13 +35,17 @@ class SparseEmbeddingBatchRetriever(StoreRetrieverBase[SparseDocumentStore]):
         top_k: int = 10,
         filter_policy: FilterPolicy = FilterPolicy.REPLACE,
         score_threshold: float | None = None,
+        return_embedding: bool = False,
     ) -> None:
         """Parameters as ``SparseEmbeddingRetriever``'s.
 
         :raises TypeError: If ``document_store`` is not a SparseDocumentStore.
-        :raises ValueError: If ``top_k`` or ``score_threshold`` is out of range.
+        :raises ValueError: If ``top_k`` or ``score_threshold`` is out of range, or ``return_embedding`` not a bool.
         """
+        if not isinstance(return_embedding, bool):
+            raise ValueError(f"return_embedding must be true or false, got {return_embedding!r}")
         self._set_common(document_store, filters, top_k, filter_policy, score_threshold)
+        self.return_embedding = return_embedding
 
     def warm_up(self) -> None:
         """Load the store's index now rather than on the first batch; idempotent."""
@@ -64,7 +69,7 @@ class SparseEmbeddingBatchRetriever(StoreRetrieverBase[SparseDocumentStore]):
         filters, top_k = self._run_settings(filters, top_k)
         threshold = self._run_threshold(score_threshold)
         hits = self.document_store.sparse_embedding_retrieval_batch(
-            query_sparse_embeddings, filters=filters, top_k=top_k
+            query_sparse_embeddings, filters=filters, top_k=top_k, return_embedding=self.return_embedding
         )
         return {"documents": above_threshold_lists(hits, threshold)}
 

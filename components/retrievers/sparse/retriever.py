@@ -31,6 +31,7 @@ class SparseEmbeddingRetriever(StoreRetrieverBase[SparseDocumentStore]):
 
     _store_type = SparseDocumentStore
     _store_error = TypeError
+    _extra_init_parameters = ("return_embedding",)
 
     def __init__(
         self,
@@ -39,19 +40,26 @@ class SparseEmbeddingRetriever(StoreRetrieverBase[SparseDocumentStore]):
         top_k: int = 10,
         filter_policy: FilterPolicy = FilterPolicy.REPLACE,
         score_threshold: float | None = None,
+        return_embedding: bool = False,
     ) -> None:
         """
         :param document_store: The SparseDocumentStore to search.
         :param filters: Haystack metadata filters applied to every query (see ``filter_policy``).
         :param top_k: Maximum number of documents per query, in [1, 10000].
-        :param filter_policy: ``REPLACE`` (runtime filters replace ``filters``) or ``MERGE`` (both apply).
+        :param filter_policy: ``REPLACE`` (run-time filters, when given, replace ``filters``) or ``MERGE`` (Haystack's
+            merge: both apply, except that a run-time condition on a field ``filters`` names replaces that condition,
+            and ``filters`` are dropped when the top-level operators differ).
         :param score_threshold: Drop hits whose score is below it; None keeps every hit.
+        :param return_embedding: Give each hit its stored ``sparse_embedding`` too (off: hundreds of terms a hit).
         :raises TypeError: If ``document_store`` is not a SparseDocumentStore.
-        :raises ValueError: If ``top_k`` is not an integer in [1, 10000] or ``score_threshold`` is not None or a
-            finite number.
+        :raises ValueError: If ``top_k`` is not an integer in [1, 10000], ``score_threshold`` is not None or a
+            finite number, or ``return_embedding`` is not a bool.
         :raises FilterError: If ``filters`` are not in Haystack's filter syntax.
         """
+        if not isinstance(return_embedding, bool):
+            raise ValueError(f"return_embedding must be true or false, got {return_embedding!r}")
         self._set_common(document_store, filters, top_k, filter_policy, score_threshold)
+        self.return_embedding = return_embedding
 
     def warm_up(self) -> None:
         """Load the store's index now rather than on the first query; idempotent."""
@@ -77,7 +85,9 @@ class SparseEmbeddingRetriever(StoreRetrieverBase[SparseDocumentStore]):
         """
         filters, top_k = self._run_settings(filters, top_k)
         threshold = self._run_threshold(score_threshold)
-        hits = self.document_store.sparse_embedding_retrieval(query_sparse_embedding, filters=filters, top_k=top_k)
+        hits = self.document_store.sparse_embedding_retrieval(
+            query_sparse_embedding, filters=filters, top_k=top_k, return_embedding=self.return_embedding
+        )
         return {"documents": above_threshold(hits, threshold)}
 
     @component.output_types(documents=list[Document])

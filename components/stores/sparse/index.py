@@ -7,10 +7,13 @@ segment (``data``, ``indices``, ``indptr``): a query reads only its own terms' p
 
 Writes append blocks of rows (CSR) and deletes clear a row's ``alive`` flag; both are searchable at once. The
 CSC matrix is rebuilt from the blocks on the first search after a change (a stable sort by term, in numpy), and
-a save keeps only live rows. Every state is immutable (``IndexState``), so a transaction's checkpoint is one
-reference and a search scores a snapshot without holding the store's lock.
+a save keeps only live rows. An opened index holds only its saved CSC matrix until something needs rows (a write,
+or a document's vector): then the CSR form is derived from it, so a store that is only searched holds one copy.
+Every state is immutable (``IndexState``), so a transaction's checkpoint is one reference and a search scores a
+snapshot without holding the store's lock.
 """
 
+import itertools
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -57,6 +60,9 @@ class Compressed:
         return Compressed(indptr, self.indices[values], self.data[values], self.width)
 
 
+_VERSIONS = itertools.count()
+"""Numbers every IndexState: caches key on a state's version, never reused (an ``id()`` is, once a state is freed)."""
+
 EMPTY = Compressed(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), 0)
 
 
@@ -87,29 +93,38 @@ def stacked(blocks: tuple[Compressed, ...]) -> Compressed:
 
 @dataclass(frozen=True)
 class IndexState:
-    """The rows (ids, vectors in CSR blocks) and which are alive; a change makes a new state, never edits one."""
+    """The rows (ids, vectors in CSR blocks after a saved CSC ``base``) and which are alive; a change makes a new
+    state, never edits one."""
 
     ids: tuple[str, ...] = ()
     blocks: tuple[Compressed, ...] = ()
     alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     row_of: dict[str, int] = field(default_factory=dict)
+    base: Compressed | None = None
+    """The first rows as the saved generation holds them (CSC), before ``blocks``; None when nothing was opened."""
+    version: int = field(init=False, compare=False, default_factory=lambda: next(_VERSIONS))
+    """Unique to this state (``replace`` draws a new one): the store's filter masks are cached under it."""
 
     @cached_property
     def csr(self) -> Compressed:
         """All rows in one CSR matrix (dead ones included)."""
-        return stacked(self.blocks)
+        return stacked(self._row_blocks())
 
     @cached_property
     def csc(self) -> Compressed:
         """The inverted index: per term, its postings (rows ascending, weights)."""
+        if self.base is not None and not self.blocks:
+            return self.base  # the saved postings, already sorted: nothing to rebuild
         return self.csr.transposed()
 
     @classmethod
     def loaded(cls, ids: list[str], csc: Compressed) -> "IndexState":
         """The state of a saved index: IDS' rows, read as CSC (kept as the inverted index, not rebuilt)."""
-        state = cls(tuple(ids), (csc.transposed(),), np.ones(len(ids), dtype=bool), {d: r for r, d in enumerate(ids)})
-        state.__dict__["csc"] = csc  # what the cached property would compute: the same postings, already sorted
-        return state
+        return cls(tuple(ids), (), np.ones(len(ids), dtype=bool), {d: r for r, d in enumerate(ids)}, csc)
+
+    def _row_blocks(self) -> tuple[Compressed, ...]:
+        """The rows as CSR blocks, ``base`` (transposed) first."""
+        return self.blocks if self.base is None else (self.base.transposed(), *self.blocks)
 
     def written(self, ids: list[str], vectors: list[SparseEmbedding]) -> "IndexState":
         """This state with IDS (new, or replacing rows of the same id) appended with their VECTORS."""
@@ -118,7 +133,8 @@ class IndexState:
         alive[replaced] = False
         row_of = dict(self.row_of)
         row_of.update((doc_id, len(self.ids) + k) for k, doc_id in enumerate(ids))
-        return IndexState(self.ids + tuple(ids), (*self.blocks, rows_matrix(vectors)), alive, row_of)
+        blocks = self.blocks if self.base is None else (self.csr,)  # rows from here on: the CSR form
+        return IndexState(self.ids + tuple(ids), (*blocks, rows_matrix(vectors)), alive, row_of)
 
     def deleted(self, ids: list[str]) -> "IndexState":
         """This state without the rows of IDS (unknown ids are ignored)."""
@@ -132,14 +148,14 @@ class IndexState:
 
     def compacted(self) -> "IndexState":
         """The live rows only, in one block (what a save writes)."""
-        if bool(self.alive.all()) and len(self.blocks) <= 1:
+        if bool(self.alive.all()) and len(self.blocks) + (self.base is not None) <= 1:
             return self
         ids = tuple(self.ids[r] for r in np.flatnonzero(self.alive))
         block = self.csr.kept(self.alive)
         return IndexState(ids, (block,), np.ones(len(ids), dtype=bool), {d: r for r, d in enumerate(ids)})
 
     def vector(self, doc_id: str) -> SparseEmbedding:
-        """The stored vector of a live document."""
+        """The stored vector of a live document (the first call on an opened state derives its CSR form)."""
         csr, row = self.csr, self.row_of[doc_id]
         start, end = csr.indptr[row], csr.indptr[row + 1]
         return SparseEmbedding(indices=csr.indices[start:end].tolist(), values=csr.data[start:end].tolist())

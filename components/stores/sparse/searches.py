@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
-from haystack.utils.filters import document_matches_filter
 
 from components.checks import check_filters, check_top_k
 from components.stores.async_twins import twin
@@ -40,20 +39,30 @@ class SparseSearches:
         raise NotImplementedError
 
     def sparse_embedding_retrieval(
-        self, query_sparse_embedding: SparseEmbedding, filters: dict[str, Any] | None = None, top_k: int = 10
+        self,
+        query_sparse_embedding: SparseEmbedding,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        return_embedding: bool = False,
     ) -> list[Document]:
         """Best ``top_k`` documents for one query vector (see ``sparse_embedding_retrieval_batch``)."""
-        return self.sparse_embedding_retrieval_batch([query_sparse_embedding], filters=filters, top_k=top_k)[0]
+        return self.sparse_embedding_retrieval_batch([query_sparse_embedding], filters, top_k, return_embedding)[0]
 
     def sparse_embedding_retrieval_batch(
-        self, query_sparse_embeddings: list[SparseEmbedding], filters: dict[str, Any] | None = None, top_k: int = 10
+        self,
+        query_sparse_embeddings: list[SparseEmbedding],
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        return_embedding: bool = False,
     ) -> list[list[Document]]:
         """
         Best ``top_k`` documents per query vector, by dot product, best first (ties: the earlier written first).
 
         Only documents sharing a term with the query come back; with ``filters``, exactly ``top_k`` matching
-        ones when that many match and share a term. Each hit is a new Document with ``score`` set, its vector,
-        and ``meta["retrieval_type"] = "sparse"``.
+        ones when that many match and share a term. Each hit is a new Document with ``score`` set and
+        ``meta["retrieval_type"] = "sparse"``; with ``return_embedding`` also its ``sparse_embedding`` (off by
+        default, as in FAISS and Haystack's stores: a SPLADE vector holds hundreds of terms, which a served
+        search would otherwise send with every hit).
 
         :raises ValueError: A query vector that is not a valid SparseEmbedding (``query_sparse_embeddings[i]``), or
             ``top_k`` not an integer in [1, 10000].
@@ -75,7 +84,8 @@ class SparseSearches:
             for rows, scores in found:
                 ids = [state.ids[r] for r in rows]
                 kept = [(i, float(s)) for i, s in zip(ids, scores, strict=True) if i in live]
-                bases = self._with_vectors(live, [i for i, _ in kept])
+                hit_ids = [i for i, _ in kept]
+                bases = self._with_vectors(live, hit_ids) if return_embedding else self._documents.get(hit_ids)
                 results.append(hit_documents(bases, [s for _, s in kept], "sparse"))
         return results
 
@@ -83,14 +93,11 @@ class SparseSearches:
     sparse_embedding_retrieval_batch_async = twin(sparse_embedding_retrieval_batch)
 
     def _mask(self, state: IndexState, filters: dict[str, Any]) -> np.ndarray:
-        """Which rows of STATE match ``filters`` (dead rows: false); cached per state and filter."""
-        key = (id(state), json.dumps(filters, sort_keys=True, default=str))
+        """Which rows of STATE match ``filters`` (dead rows: false); cached per state version and filter (the store
+        clears the cache when documents change under the same state: ``update_by_filter``, a rollback)."""
+        key = (state.version, json.dumps(filters, sort_keys=True, default=str))
         if key not in self._masks:
             if len(self._masks) >= _MASK_CACHE_SIZE:
                 self._masks.pop(next(iter(self._masks)))
-            rows = np.flatnonzero(state.alive)
-            mask = np.zeros(len(state.ids), dtype=bool)
-            documents = self._documents.get([state.ids[r] for r in rows], cache=True)
-            mask[rows] = [document_matches_filter(filters=filters, document=d) for d in documents]
-            self._masks[key] = mask
+            self._masks[key] = self._documents._mask(list(state.ids), filters, state.alive)
         return self._masks[key]

@@ -13,7 +13,8 @@ Layout of a store directory, written crash-safely by ``components.stores.crash_s
 
 Opening one checks it as the BM25 store checks its own (``components.stores.bm25.segment_files``): every file's
 sha256 against the manifest, then each array's dtype and length, offsets that start at 0 and never decrease,
-rows inside the document count, finite weights; a file that fails is refused in one line naming it.
+rows inside the document count, finite weights >= 0 (a write refuses negative ones); a file that fails is refused
+in one line naming it.
 """
 
 import json
@@ -86,7 +87,7 @@ def load_generation(
     indptr = files.array(INDPTR, "int64", vocabulary + 1)
     check_offsets(indptr, generation / INDPTR)
     data = files.array(DATA, "float32", int(indptr[-1]))
-    check_range(data, generation / DATA, -_FLOAT32_MAX, _FLOAT32_MAX)  # finite: NaN and infinities refused
+    check_range(data, generation / DATA, 0.0, _FLOAT32_MAX)  # weights >= 0 (as written), finite: NaN, inf refused
     indices = files.array(INDICES, "int32", len(data))
     check_range(indices, generation / INDICES, 0, len(ids))
     state = IndexState.loaded(ids, Compressed(indptr, indices, data, len(ids)))

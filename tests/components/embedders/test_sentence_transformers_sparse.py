@@ -113,3 +113,11 @@ def test_components_round_trip_through_yaml(splade: str) -> None:
         assert loaded.get_component(name).to_dict() == pipeline.get_component(name).to_dict()
     first = pipeline.get_component("query").run(text="scurvy")["sparse_embedding"]
     assert loaded.get_component("query").run(text="scurvy")["sparse_embedding"] == first
+
+
+def test_a_dense_model_is_refused_naming_it(tiny_model: str) -> None:
+    """sentence-transformers would give a dense model an untrained sparse head and encode without error: an index
+    of such vectors ranks nothing well, so loading it is refused, naming the model."""
+    embedder = SentenceTransformersSparseDocumentEmbedder(model=tiny_model, progress_bar=False)
+    with pytest.raises(ValueError, match=rf"model '{tiny_model}' is no SPLADE-style sparse model"):
+        embedder.warm_up()

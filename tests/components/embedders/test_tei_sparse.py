@@ -61,7 +61,9 @@ def test_overload_is_retried_and_a_non_splade_model_is_not(server: TEISparseServ
     ("answer", "message"),
     [
         ([[{"index": 1, "value": 1.0}]] * 2, r"expected a list of 1 vectors, got list of 2"),
-        ([[{"index": -3, "value": 1.0}]], r"without a term id >= 0"),
+        ([[{"index": -3, "value": 1.0}]], r"without a term id in \[0, 2147483647\)"),
+        ([[{"index": 2**40, "value": 1.0}]], r"without a term id in \[0, 2147483647\)"),  # the store keeps int32
+        ([[{"index": i, "value": 1.0} for i in range(65_537)]], r"has 65537 terms, more than the 65536"),
         ([[{"index": 3, "value": "high"}]], r"without a finite value"),
         ([[{"index": 3, "value": 1.0}, {"index": 3, "value": 2.0}]], r"lists a term id twice"),
         ({"embeddings": []}, r"expected a list of 1 vectors, got dict"),

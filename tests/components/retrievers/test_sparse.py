@@ -76,6 +76,17 @@ def test_settings_are_checked_at_init() -> None:
         SparseEmbeddingBatchRetriever(SparseDocumentStore(), top_k=0)
     with pytest.raises(ValueError, match="score_threshold"):
         SparseEmbeddingRetriever(SparseDocumentStore(), score_threshold=float("nan"))
+    with pytest.raises(ValueError, match="return_embedding must be true or false"):
+        SparseEmbeddingBatchRetriever(SparseDocumentStore(), return_embedding="yes")  # type: ignore[arg-type]
+
+
+def test_hits_carry_their_vectors_only_when_asked(store: SparseDocumentStore) -> None:
+    """Off by default (a served search would send every hit's vector, hundreds of terms under SPLADE)."""
+    plain = SparseEmbeddingRetriever(store, top_k=2).run(query_sparse_embedding=vec({7: 1.0}))["documents"]
+    assert [d.sparse_embedding for d in plain] == [None, None]
+    asked = SparseEmbeddingBatchRetriever(store, top_k=2, return_embedding=True)
+    [hits] = asked.run(query_sparse_embeddings=[vec({7: 1.0})])["documents"]
+    assert [d.sparse_embedding for d in hits] == [vec({7: 4.0}), vec({7: 3.0})]
 
 
 def test_yaml_round_trip_keeps_the_store_and_every_setting(tmp_path) -> None:
@@ -83,11 +94,12 @@ def test_yaml_round_trip_keeps_the_store_and_every_setting(tmp_path) -> None:
     store = SparseDocumentStore(path=str(tmp_path / "sparse"))
     store.write_documents([Document(id="a", content="alpha", sparse_embedding=vec({1: 1.0}))])
     pipeline = Pipeline()
-    pipeline.add_component("one", SparseEmbeddingRetriever(store, top_k=3, score_threshold=0.5))
+    pipeline.add_component("one", SparseEmbeddingRetriever(store, top_k=3, score_threshold=0.5, return_embedding=True))
     pipeline.add_component("many", SparseEmbeddingBatchRetriever(store, filter_policy=FilterPolicy.MERGE))
     loaded = Pipeline.loads(pipeline.dumps())
     for name in ("one", "many"):
         assert loaded.get_component(name).to_dict() == pipeline.get_component(name).to_dict()
+    assert loaded.get_component("one").return_embedding is True
     assert ids(loaded.get_component("one").run(query_sparse_embedding=vec({1: 2.0}))["documents"]) == ["a"]
 
 

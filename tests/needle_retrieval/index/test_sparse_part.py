@@ -7,6 +7,7 @@ MiniLM-shaped dense and a SPLADE-shaped sparse encoder, on 20 sample lines.
 import hashlib
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,14 @@ from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DocumentStoreError
 
 import components  # noqa: F401  (the import alone allowlists our modules for Pipeline.loads)
+from needle_retrieval.cli import main
 from needle_retrieval.errors import NeedleError
+from needle_retrieval.eval.index_reuse import fits
 from needle_retrieval.index.build import StoreChoice, build_index
-from needle_retrieval.index.manifest import IndexManifest
+from needle_retrieval.index.manifest import IndexManifest, file_sha256
 from needle_retrieval.index.templates import fill_search_pipeline, search_pipeline
 from needle_retrieval.pipelines import files as pf
+from needle_retrieval.tune.command import refuse_sparse_fusion
 from tests.support.integrity import edit_manifest, live, reseal
 from tests.support.paths import SAMPLE
 from tests.support.tiny_splade import tiny_splade_path
@@ -105,10 +109,11 @@ def test_an_index_without_a_sparse_part_fuses_with_bm25_as_before(tmp_path: Path
 
 
 def test_a_sparse_only_index_builds_and_has_no_fused_mode(tmp_path: Path, corpus: Path, splade: str) -> None:
-    """--no-dense --sparse: one part, documents of its own, no hybrid or rrf pipeline."""
+    """`needle index --no-dense --sparse M --batch-size 8`: the batch is the sparse embedder's; one part, documents
+    of its own, no hybrid or rrf pipeline."""
     out = tmp_path / "idx"
-    manifest = build_index(corpus, out, model="unused", overwrite=False, dense=False, sparse=splade)
-    assert manifest.modes == ["sparse"]
+    assert main(["index", str(corpus), "--out", str(out), "--no-dense", "--sparse", splade, "--batch-size", "8"]) == 0
+    assert IndexManifest.load(out).modes == ["sparse"]
     assert sorted(p.name for p in live(out).glob("*_search.yaml")) == ["sparse_search.yaml"]
     assert (live(live(out) / "sparse") / "documents.jsonl").is_file()
     assert run(out, "sparse")
@@ -128,6 +133,18 @@ def test_sparse_where_it_cannot_go_is_refused_by_flag(tmp_path: Path, corpus: Pa
     with pytest.raises(NeedleError, match=message):
         build_index(corpus, tmp_path / "idx", model="m", overwrite=False, **options)
     assert not (tmp_path / "idx").exists()
+
+
+def test_eval_and_tune_do_not_take_a_sparse_index_for_a_bm25_one(index: Path, corpus: Path, tiny_model: str) -> None:
+    """Its hybrid fuses dense with the sparse part: `needle eval` (which builds none) rebuilds rather than reuse it,
+    and `needle tune` (which fits dense + BM25) refuses it in one line instead of fitting the wrong fusion."""
+    manifest = IndexManifest.load(index)
+    digest = file_sha256(corpus)
+    plain = replace(manifest, modes=["dense", "bm25"], sparse_model=None)
+    assert fits(plain, digest, "hybrid", tiny_model, "faiss")
+    assert not fits(manifest, digest, "hybrid", tiny_model, "faiss")
+    with pytest.raises(NeedleError, match=r"^--index-dir .*fuses dense with a learned sparse part[^\n]*$"):
+        refuse_sparse_fusion(index)
 
 
 def copy_of(index: Path, tmp_path: Path) -> Path:

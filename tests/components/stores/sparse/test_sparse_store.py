@@ -40,13 +40,16 @@ def ids(documents: list[Document]) -> list[str]:
     return [d.id for d in documents]
 
 
-def test_scores_are_dot_products_and_hits_carry_their_vectors() -> None:
-    """A query scores each document by the product of shared terms; no shared term, no hit."""
+def test_scores_are_dot_products_and_hits_carry_their_vectors_when_asked() -> None:
+    """A query scores each document by the product of shared terms; no shared term, no hit. Hits come without
+    their vectors (hundreds of terms each under SPLADE) unless ``return_embedding`` asks for them."""
     store = SparseDocumentStore()
     store.write_documents(DOCS)
     hits = store.sparse_embedding_retrieval(vec({5: 2.0, 1: 1.0}), top_k=10)
     assert [(d.id, d.score) for d in hits] == [("sun", 3.0), ("moon", 2.0), ("mars", 0.5)]
-    assert hits[0].sparse_embedding == DOCS[0].sparse_embedding
+    assert {d.sparse_embedding for d in hits} == {None}
+    [with_vectors] = store.sparse_embedding_retrieval_batch([vec({5: 2.0, 1: 1.0})], return_embedding=True)
+    assert [d.sparse_embedding for d in with_vectors] == [d.sparse_embedding for d in DOCS]
     assert hits[0].meta == {"kind": "star", "retrieval_type": "sparse"}
     assert store.sparse_embedding_retrieval(vec({99: 1.0})) == []
 
@@ -76,6 +79,33 @@ def test_policies_overwrite_and_delete_are_searchable_at_once() -> None:
     assert ids(store.filter_documents()) == ["sun"]
 
 
+def test_a_filter_stays_right_across_many_rewrites() -> None:
+    """Each round empties the store and writes two documents, the matching one first or second: the filtered
+    search returns the matching one every time (a mask cached for a freed state once answered for a new one)."""
+    store = SparseDocumentStore()
+    only_x = {"field": "meta.k", "operator": "==", "value": "x"}
+    for trial in range(600):
+        store.delete_all_documents()
+        kinds = ["x", "y"] if trial % 2 == 0 else ["y", "x"]
+        store.write_documents(
+            [Document(id=f"{trial}-{i}", meta={"k": k}, sparse_embedding=vec({1: 1.0})) for i, k in enumerate(kinds)]
+        )
+        hits = store.sparse_embedding_retrieval(vec({1: 1.0}), filters=only_x)
+        assert [h.meta["k"] for h in hits] == ["x"], f"round {trial}"
+
+
+def test_an_empty_vector_is_stored_and_an_empty_query_finds_nothing(tmp_path: Path) -> None:
+    """SPLADE gives an empty vector to a text in which no term activates: such a document is written, saved and
+    reloaded (never a sparse hit), and a query with no active term returns no hits rather than an error."""
+    empty = SparseEmbedding(indices=[], values=[])
+    store = SparseDocumentStore(path=str(tmp_path / "sparse"))
+    store.write_documents([*DOCS, Document(id="blank", content="", sparse_embedding=empty)])
+    reloaded = SparseDocumentStore(path=str(tmp_path / "sparse"))
+    assert reloaded.get_documents_by_id(["blank"])[0].sparse_embedding == empty
+    assert ids(reloaded.sparse_embedding_retrieval(vec({5: 1.0}))) == ["moon", "sun", "mars"]
+    assert reloaded.sparse_embedding_retrieval(empty) == []
+
+
 @pytest.mark.parametrize(
     ("document", "message"),
     [
@@ -85,6 +115,7 @@ def test_policies_overwrite_and_delete_are_searchable_at_once() -> None:
             r"documents\[1\] .*every value must be a finite number",
         ),
         (Document(id="x", sparse_embedding=SparseEmbedding([-1], [1.0])), r"every index must be a term id"),
+        (Document(id="x", sparse_embedding=vec({1: 0.5, 2: -0.5})), r"\(id 'x'\).* weight -0\.5 is negative"),
     ],
 )
 def test_documents_without_a_valid_vector_are_refused_by_name(document: Document, message: str) -> None:
@@ -144,6 +175,10 @@ def _rewrite(path: Path, array: np.ndarray) -> None:
             r"data\.csc\.index\.npy: corrupted, values",
         ),
         (
+            lambda g: _rewrite(g / "data.csc.index.npy", np.array([2, 1.5, 1, -1, 1, 0.25], dtype=np.float32)),
+            r"data\.csc\.index\.npy: corrupted, values from -1",
+        ),
+        (
             lambda g: _rewrite(g / "indptr.csc.index.npy", np.array([0, 0, 1, 2, 1, 4, 6], dtype=np.int64)),
             r"indptr\.csc\.index\.npy: corrupted, offsets must start at 0 and never decrease",
         ),
@@ -174,7 +209,8 @@ def test_documents_can_live_only_in_the_sibling_faiss_store(tmp_path: Path) -> N
         DOCS
     )
     assert not (live(tmp_path / "sparse") / "documents.jsonl").exists()
-    hits = SparseDocumentStore(path=str(tmp_path / "sparse")).sparse_embedding_retrieval(vec({3: 1.0}))
+    reloaded = SparseDocumentStore(path=str(tmp_path / "sparse"))
+    hits = reloaded.sparse_embedding_retrieval(vec({3: 1.0}), return_embedding=True)
     assert [(d.id, d.content, d.sparse_embedding) for d in hits] == [("mars", "Mars is red", DOCS[2].sparse_embedding)]
     with pytest.raises(ValueError, match=r"document_store_path .* differs from the saved index's"):
         SparseDocumentStore(path=str(tmp_path / "sparse"), document_store_path=str(tmp_path)).count_documents()
