@@ -2,7 +2,9 @@
 
 One FAISS store (Flat, 384-d clustered vectors) and one BM25 store (the synthetic Zipf corpus) hold DOCS documents
 of TENANTS tenants of unequal size (tenant i's share ~ 1 / (i + 1)), both saved and opened again as `needle search`
-opens them. For the largest, a middle and the smallest tenant, one query at a time, it times
+opens them; a second FAISS store (``faiss-mem``) holds the same documents as written in this process, never saved
+(its index is FAISS's base ``IndexFlat``, a reopened one an ``IndexFlatIP``: both take the tenant's Flat index).
+For the largest, a middle and the smallest tenant, one query at a time, it times
 
 - ``tenant``: the shared store searched with ``{"field": "meta.tenant", "operator": "==", "value": T}`` (the fast
   path, ``components.stores.tenants``), its row lists and tenant matrix built beforehand (``first`` is that
@@ -67,6 +69,14 @@ def saved_faiss(path: Path, ids: list[str], tenant: list[str], vectors: np.ndarr
     return FAISSDocumentStore(path=str(path))
 
 
+def memory_faiss(ids: list[str], tenant: list[str], vectors: np.ndarray) -> FAISSDocumentStore:
+    """A Flat FAISS store of these documents, in memory only (as written in this process)."""
+    store = FAISSDocumentStore()
+    docs = [Document(id=i, content=f"passage {i}", meta={"tenant": t}) for i, t in zip(ids, tenant, strict=True)]
+    store.write_embeddings(docs, vectors)
+    return store
+
+
 def saved_bm25(path: Path, ids: list[str], tenant: list[str], texts: list[str]) -> BM25DocumentStore:
     """A BM25 store of these documents saved at PATH, opened again (its numba kernels warmed)."""
     store = BM25DocumentStore(path=str(path), autosave=False)
@@ -117,9 +127,10 @@ def main() -> None:
         shared = {
             "faiss": saved_faiss(root / "faiss", ids, names, vectors),
             "bm25": saved_bm25(root / "bm25", ids, names, texts),
+            "faiss-mem": memory_faiss(ids, names, vectors),
         }
         print(f"built both shared stores in {time.perf_counter() - start:.0f} s")
-        print(f"{'store':6} {'tenant':>7} {'docs':>7} {'first ms':>9} {'tenant ms':>10} {'alone ms':>9} "
+        print(f"{'store':9} {'tenant':>7} {'docs':>7} {'first ms':>9} {'tenant ms':>10} {'alone ms':>9} "
               f"{'cold ms':>10} {'generic ms':>11} {'tenant/alone':>13} {'generic/tenant':>15}")  # fmt: skip
         for number in picked:
             name = f"t{number:03d}"
@@ -129,7 +140,8 @@ def main() -> None:
                 "faiss": saved_faiss(root / f"faiss-{name}", own_ids, own_names, vectors[mine]),
                 "bm25": saved_bm25(root / f"bm25-{name}", own_ids, own_names, [texts[i] for i in mine]),
             }
-            for kind in ("faiss", "bm25"):
+            alone["faiss-mem"] = alone["faiss"]
+            for kind in ("faiss", "faiss-mem", "bm25"):
                 report(kind, name, len(mine), shared[kind], alone[kind], query_vectors, query_texts, args.rounds)
 
 
@@ -145,7 +157,7 @@ def report(
 ) -> None:
     """Time the three sides for one tenant and store kind and print one line."""
     filters = tenant_filter(name)
-    if kind == "faiss":
+    if kind != "bm25":
 
         def run(store: Any, f: dict[str, Any] | None, count: int = len(query_texts)) -> list[Any]:
             return [store.search(query_vectors[i : i + 1], 10, f)[0] for i in range(count)]
@@ -155,7 +167,7 @@ def report(
             return [store.bm25_retrieval(q, f, 10) for q in query_texts[:count]]
 
     start = time.perf_counter()
-    if kind == "faiss":  # the first query builds the row lists (once per store) and the tenant's Flat index
+    if kind != "bm25":  # the first query builds the row lists (once per store) and the tenant's Flat index
         shared.search(query_vectors[:1], 10, filters)
     else:  # or the tenant's matrix
         shared.bm25_retrieval(query_texts[0], filters, 10)
@@ -172,7 +184,7 @@ def report(
     count = len(query_texts)
     times = rotating_rounds(rounds, [lambda: run(shared, filters), lambda: run(alone, None)])
     tenant_ms, alone_ms = best_ms(times[0], count), best_ms(times[1], count)
-    print(f"{kind:6} {name:>7} {size:>7,} {first:>9.0f} {tenant_ms:>10.3f} {alone_ms:>9.3f} {cold_ms:>10.1f} "
+    print(f"{kind:9} {name:>7} {size:>7,} {first:>9.0f} {tenant_ms:>10.3f} {alone_ms:>9.3f} {cold_ms:>10.1f} "
           f"{generic_ms:>11.2f} {tenant_ms / alone_ms:>13.2f} {generic_ms / tenant_ms:>15.0f}")  # fmt: skip
 
 

@@ -15,17 +15,24 @@ finite floats and None (which matches documents without the field, as Haystack's
 cannot be a dict key (a list, a mapping) equals none of those, and is left out. Any other filter (OR, NOT, another
 operator, a date or a list as value) takes the generic path. Only the order of errors can differ: a malformed
 condition that the generic path would raise on for a document of another tenant is not evaluated for it here.
+
+What a store keeps for this is dropped at every change of the store, in the same hold of its lock as the change
+(``TenantCaching``, the part both stores' search mixins share), so no search answers from rows of before a change.
 """
 
 import math
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 from haystack import Document
 
-from components.stores.tenant_fields import FIELD
+from components.stores.tenant_fields import FIELD, looks_like_date
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -43,12 +50,7 @@ def keyable(value: Any) -> bool:
         return True
     if isinstance(value, float):
         return not math.isnan(value)
-    return isinstance(value, str) and not _looks_like_date(value)
-
-
-def _looks_like_date(value: str) -> bool:
-    """Whether Haystack may compare VALUE as an ISO date (a ``YYYY-MM-DD`` prefix): then ``==`` is not enough."""
-    return len(value) >= 10 and value[:4].isdigit() and value[4] == "-" and value[7] == "-"
+    return isinstance(value, str) and not looks_like_date(value)
 
 
 def tenant_filter(filters: dict[str, Any] | None) -> TenantFilter | None:
@@ -121,3 +123,42 @@ class ValueRows:
     def __len__(self) -> int:
         """Number of distinct values."""
         return len(self._rows)
+
+
+class TenantCache(Protocol):
+    """What a store keeps for its tenant filters (``FAISSTenants``, ``BM25Tenants``)."""
+
+    def clear(self) -> None:
+        """Forget everything, and let go of the index objects it was built for."""
+
+
+C = TypeVar("C", bound=TenantCache)
+
+
+class TenantCaching(Generic[C]):
+    """The tenant side of a store's searches mixin: the store's ``TenantCache`` (made on first use, so the store's
+    ``__init__`` stays light) and a ``_mutate`` that clears it in the same hold of the store's lock as the change:
+    no search can run between a write, delete or meta update and the clearing, and read the rows from before."""
+
+    _lock: threading.RLock
+
+    def _new_tenant_cache(self) -> C:
+        """A fresh, empty ``TenantCache`` of the store's kind (the searches mixin's)."""
+        raise NotImplementedError
+
+    @cached_property
+    def _tenant_rows(self) -> C:
+        """The store's ``TenantCache``."""
+        with self._lock:  # two first searches on two threads make one cache
+            kept: C | None = self.__dict__.get("_tenant_rows")
+            return kept if kept is not None else self._new_tenant_cache()
+
+    def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
+        """The store's transaction (``TransactionalStore._mutate``, next in the store's MRO), then the tenant cache
+        cleared, all under one hold of the store's (re-entrant) lock."""
+        with self._lock:
+            try:
+                result: T = super()._mutate(change)  # type: ignore[misc]
+                return result
+            finally:
+                self._tenant_rows.clear()

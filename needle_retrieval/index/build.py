@@ -39,6 +39,7 @@ from needle_retrieval.index.manifest import IndexManifest, file_sha256
 from needle_retrieval.index.options import DEFAULT_OPTIONS, IndexOptions, check_store_settings
 from needle_retrieval.index.parts import build_bm25, build_dense, build_sparse
 from needle_retrieval.index.templates import save_search_pipelines
+from needle_retrieval.index.tenant_corpus import check_tenant_field
 from needle_retrieval.pipelines.embedders import Recorded
 from needle_retrieval.progress import Stages, note
 
@@ -121,6 +122,8 @@ def build_index(
         raise NeedleError(problem)
     if options.tenant_field is not None and target.store != "faiss":
         raise NeedleError("--tenant-field is for --store faiss; a Milvus collection takes --partition-key KEY")
+    if options.tenant_field is not None:
+        check_tenant_field(corpus, options.tenant_field)
     if target.store == "milvus":
         from needle_retrieval.index.milvus import check_milvus_options
 

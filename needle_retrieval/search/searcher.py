@@ -15,6 +15,7 @@ from pathlib import Path
 from haystack import Document
 
 from components.checks import check_queries, check_score_threshold, check_top_k
+from components.stores.tenant_fields import tenant_value_problem
 from needle_retrieval.defaults import DEFAULT_TOP_K
 from needle_retrieval.index.trust import Trust
 from needle_retrieval.pipelines.fusion import FusionSetting, index_fusion
@@ -78,8 +79,14 @@ class Searcher:
             the final score of the mode, so the fused one in hybrid and rrf mode; its scale is the mode's (see
             docs/guides/score-threshold.md). None: keep every hit. A finite number, checked here.
         :param tenant: Search only the documents of this tenant: those whose tenant field, as the index recorded it
-            (``needle index --tenant-field``, or a Milvus index's partition key), holds it. None: every document.
+            (``needle index --tenant-field``, or a Milvus index's partition key), holds this string (a document whose
+            field holds a number is no one's tenant here). None: every document. Checked here as ``--tenant`` is:
+            a non-blank string without control characters, not starting like a date (YYYY-MM-DD).
+        :raises ValueError: ``tenant`` is not such a string (one line saying why).
         """
+        problem = tenant_value_problem(tenant) if tenant is not None else None
+        if problem is not None:
+            raise ValueError(f"tenant: {problem}")
         self.index_dir = Path(index_dir)
         self.fusion = index_fusion(self.index_dir) if fusion is None else fusion
         self.top_k = check_top_k(top_k)

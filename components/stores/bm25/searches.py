@@ -5,13 +5,12 @@ file stays readable. A search scores against a snapshot of the index outside the
 documents under it, so writers wait only for the lookups. A tenant filter (an equality on a meta field, alone or in
 an ``AND``: ``components.stores.tenants``) scores the tenant's documents only
 (``components.stores.bm25.tenant_segments``), with the generic path's hits and scores; what it keeps for that is
-dropped whenever the store changes (``_mutate``).
+dropped in the same hold of the store's lock as any change (``TenantCaching._mutate``).
 """
 
 import itertools
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from haystack import Document
@@ -23,12 +22,10 @@ from components.stores.bm25.index import BM25Index, IdHits, IndexSnapshot
 from components.stores.bm25.tenant_segments import BM25Tenants, Masks
 from components.stores.bm25.tokenizers import BM25Tokenizer
 from components.stores.hits import SharedHits, collector_paused, hit_documents
-from components.stores.tenants import tenant_filter
-
-T = TypeVar("T")
+from components.stores.tenants import TenantCaching, tenant_filter
 
 
-class BM25Searches:
+class BM25Searches(TenantCaching[BM25Tenants]):
     """Searches over ``_ready()``'s index and ``_documents``; the store provides both, its lock and ``backend``."""
 
     backend: str
@@ -124,26 +121,12 @@ class BM25Searches:
         if tenant is None:
             return snapshot, self._documents.filter_masks(snapshot, filters) if filters else (None, None)
         if self.backend == "numba" and snapshot.main is not None:
-            seen, main_accept, delta_accept = self._tenants().view(snapshot, self._documents.get, tenant)
+            seen, main_accept, delta_accept = self._tenant_rows.view(snapshot, self._documents.get, tenant)
             return seen, (main_accept, delta_accept)
-        return snapshot, self._tenants().masks(snapshot, self._documents.get, tenant)
+        return snapshot, self._tenant_rows.masks(snapshot, self._documents.get, tenant)
 
-    def _tenants(self) -> BM25Tenants:
-        """What this store keeps for tenant filters (made on first use: the store's ``__init__`` stays as it is)."""
-        kept: BM25Tenants | None = self.__dict__.get("_tenant_rows")
-        if kept is None:
-            kept = self.__dict__["_tenant_rows"] = BM25Tenants()
-        return kept
-
-    def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
-        """The store's transaction (``TransactionalStore._mutate``), after which the tenants' rows are read again:
-        a write, delete or meta update may have changed them."""
-        try:
-            result: T = super()._mutate(change)  # type: ignore[misc]  # TransactionalStore's, next in the store's MRO
-            return result
-        finally:
-            with self._lock:
-                self._tenants().clear()
+    def _new_tenant_cache(self) -> BM25Tenants:
+        return BM25Tenants()
 
     bm25_retrieval_async = twin(bm25_retrieval)
     bm25_retrieval_batch_async = twin(bm25_retrieval_batch)

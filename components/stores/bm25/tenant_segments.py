@@ -8,7 +8,8 @@ all the postings of its terms, masking the rows of other tenants at the end: bot
   store changes);
 - a tenant's rows of the bm25s weight matrix (term x document, CSC) are copied once into a matrix of their own
   (``TenantMatrix``: the same float32 weights, the tenant's rows renumbered in order, only the terms it holds), kept
-  while the copies fit the main matrix's size (least recently used dropped first), and scored by the store's numba
+  while the copies' bytes (arrays and a fixed charge per tenant for its Python objects, ``TenantMatrix.nbytes``)
+  stay within the main matrix's (least recently used dropped first), and scored by the store's numba
   kernel: a query then visits the postings of the tenant's documents only. Weights were computed with the statistics
   of the whole index, and each row's score is summed term by term in the same order, so scores are the generic
   path's to the bit, and equal scores rank by row as before;
@@ -16,6 +17,10 @@ all the postings of its terms, masking the rows of other tenants at the end: bot
   the tenant's rows.
 
 With ``backend="numpy"`` (bm25s' scorer) only the masks come from the row lists; the scoring stays bm25s'.
+
+All of it is dropped at every change of the store, a write that reaches only the delta segment included: a write
+may also delete main rows (an overwrite) and a meta update changes values without changing a segment, so the main
+segment's rows are grouped again (a pass over its documents) at the first tenant search after a write.
 """
 
 import dataclasses
@@ -33,7 +38,8 @@ from components.stores.bm25.segments import NO_HITS, Hits, MainSegment
 from components.stores.tenants import TenantFilter, ValueRows, field_value
 
 PAGE = 10_000  # documents read at a time while grouping a segment's rows by value
-FIELDS = 8  # fields whose rows per value are kept at once (the one asked about longest ago dropped first)
+FIELDS = 8  # fields whose rows per value are kept at once (the least recently used dropped first)
+OBJECT_BYTES = 2560  # what a kept tenant's Python objects (matrix, scorer, view, arrays' headers) cost, measured
 Masks = tuple[np.ndarray | None, np.ndarray | None]
 """Which main-segment rows and which delta rows a filter accepts (None: all, or the segment is absent)."""
 DocumentsOf = Callable[[list[str]], list[Document]]
@@ -44,7 +50,11 @@ class TenantMatrix:
     """The weights of some rows of a main segment (ascending ``rows``), searchable as a main segment is."""
 
     def __init__(self, main: MainSegment, rows: np.ndarray) -> None:
-        """Copy MAIN's weights of ROWS (live rows, ascending) into a CSC matrix of their own, terms renumbered."""
+        """Copy MAIN's weights of ROWS (live rows, ascending) into a CSC matrix of their own, terms renumbered.
+
+        One vectorised pass over all of MAIN's postings (milliseconds per million): the matrix is term-major, so the
+        postings of ROWS are spread over every term's list, and no document-major copy is kept to read them alone.
+        """
         scores = main.bm25.scores
         data, indices, indptr = (np.asarray(scores[name]) for name in ("data", "indices", "indptr"))
         if not len(rows):
@@ -60,15 +70,14 @@ class TenantMatrix:
         np.cumsum(per_term[self.terms], out=sub_indptr[1:])
         self.main = main
         self.rows = rows
-        self.nnz = int(kept_before[-1])
-        self._scorer = NumbaScorer(
-            {
-                "data": np.ascontiguousarray(data[keep]),
-                "indices": local[indices[keep]].astype(indices.dtype),
-                "indptr": sub_indptr,
-                "num_docs": len(rows),
-            }
-        )
+        arrays = {
+            "data": np.ascontiguousarray(data[keep]),
+            "indices": local[indices[keep]].astype(indices.dtype),
+            "indptr": sub_indptr,
+        }
+        self.nbytes = sum(array.nbytes for array in arrays.values()) + self.terms.nbytes
+        """Bytes of this copy's arrays (the rows are the ``ValueRows``' own, not counted)."""
+        self._scorer = NumbaScorer({**arrays, "num_docs": len(rows)})
 
     def search(self, queries: list[list[int]], k: int, accept: np.ndarray | None, n_threads: int) -> list[Hits]:
         """``MainSegment.search`` over these rows only (QUERIES: global term ids; ACCEPT: over these rows): the
@@ -110,17 +119,19 @@ class BM25Tenants:
     """One store's rows per value of the fields its tenant filters named, and its tenants' matrices."""
 
     def __init__(self) -> None:
-        self._main: dict[str, ValueRows] = {}
-        self._delta: dict[str, ValueRows] = {}
+        self._main: OrderedDict[str, ValueRows] = OrderedDict()
+        self._delta: OrderedDict[str, ValueRows] = OrderedDict()
         self._views: OrderedDict[tuple[str, Any], TenantView] = OrderedDict()
-        self._held = 0  # weights in the matrices of self._views
+        self._held = 0  # bytes of the views in self._views (``_cost``)
         self._owner: tuple[object, object] = (None, None)
 
     def clear(self) -> None:
-        """Forget everything: the store changed (a write, a delete, a meta update, a reload)."""
-        self._main, self._delta = {}, {}
+        """Forget everything, the segments it was built for included: the store changed (a write, a delete, a meta
+        update, a reload), and an old segment must not stay alive for this cache's sake."""
+        self._main, self._delta = OrderedDict(), OrderedDict()
         self._views.clear()
         self._held = 0
+        self._owner = (None, None)
 
     def masks(self, snapshot: IndexSnapshot, documents_of: DocumentsOf, tenant: TenantFilter) -> Masks:
         """The generic path's masks (main rows, delta rows) for TENANT's filter, from the row lists."""
@@ -162,9 +173,10 @@ class BM25Tenants:
                 found.append(np.empty(0, np.int64))
                 continue
             if tenant.field not in kept:
-                if len(kept) >= FIELDS:  # the field asked about longest ago goes
-                    del kept[next(iter(kept))]
+                if len(kept) >= FIELDS:  # the least recently used field goes
+                    kept.popitem(last=False)
                 kept[tenant.field] = _grouped(segment.ids, live, documents_of, tenant.field)
+            kept.move_to_end(tenant.field)
             rows = kept[tenant.field].rows(tenant.value)
             found.append(_matching(rows, segment.ids, documents_of, tenant.rest))
         return found[0], found[1]
@@ -178,7 +190,7 @@ class BM25Tenants:
         return mask
 
     def _view(self, main: MainSegment, key: tuple[str, Any], rows: np.ndarray) -> TenantView:
-        """The TenantView of ROWS (tenant KEY's), kept while all kept ones hold no more weights than MAIN does."""
+        """The TenantView of ROWS (tenant KEY's), kept while all kept ones cost no more bytes than MAIN's matrix."""
         if not len(rows):  # no such tenant: nothing to copy, nothing to keep
             return TenantView(TenantMatrix(main, rows), [], np.ones(0, bool))
         kept = self._views.get(key)
@@ -186,14 +198,24 @@ class BM25Tenants:
             self._views.move_to_end(key)
             return kept
         view = TenantView(TenantMatrix(main, rows), [main.ids[row] for row in rows.tolist()], np.ones(len(rows), bool))
-        budget = len(main.bm25.scores["data"])
+        budget = sum(np.asarray(main.bm25.scores[name]).nbytes for name in ("data", "indices", "indptr"))
         if kept is not None:
-            self._held -= self._views.pop(key).matrix.nnz
-        while self._views and self._held + view.matrix.nnz > budget:
-            self._held -= self._views.popitem(last=False)[1].matrix.nnz
+            self._held -= _cost(self._views.pop(key))
+        while self._views and self._held + _cost(view) > budget:
+            self._held -= _cost(self._views.popitem(last=False)[1])
         self._views[key] = view
-        self._held += view.matrix.nnz
+        self._held += _cost(view)
         return view
+
+    @property
+    def held_bytes(self) -> int:
+        """What the kept views cost (``_cost``), at most the main matrix's bytes plus the newest view's."""
+        return self._held
+
+
+def _cost(view: TenantView) -> int:
+    """Bytes a kept VIEW holds: its matrix's arrays, its id list, its alive mask, and ``OBJECT_BYTES``."""
+    return int(view.matrix.nbytes + 8 * len(view.ids) + view.alive.nbytes + OBJECT_BYTES)
 
 
 def _grouped(ids: list[str], alive: np.ndarray | None, documents_of: DocumentsOf, field: str) -> ValueRows:

@@ -5,12 +5,11 @@ each file stays readable. ``search`` returns new Documents (``hit_documents``: o
 garbage collector paused); ``search_shared_hits`` the stored ones, for fusion. A tenant filter (an equality on a meta
 field, alone or in an ``AND``: ``components.stores.tenants``) searches the tenant's rows only
 (``components.stores.faiss.tenant_rows``), with the generic path's hits and scores; what it keeps for that is
-dropped whenever the store changes (``_mutate``).
+dropped in the same hold of the store's lock as any change (``TenantCaching._mutate``).
 """
 
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from haystack import Document
@@ -22,12 +21,10 @@ from components.stores.faiss.sqlite_document_table import SQLiteDocumentTable
 from components.stores.faiss.tenant_rows import FAISSTenants
 from components.stores.faiss.vector_index import FAISSVectorIndex, exact_search
 from components.stores.hits import SharedHits, collector_paused, hit_documents
-from components.stores.tenants import TenantFilter, tenant_filter
-
-T = TypeVar("T")
+from components.stores.tenants import TenantCaching, TenantFilter, tenant_filter
 
 
-class FAISSSearches:
+class FAISSSearches(TenantCaching[FAISSTenants]):
     """Searches over ``_ready()``'s table and ``_vectors``; the store provides both and its lock."""
 
     metric: str
@@ -100,30 +97,19 @@ class FAISSSearches:
         self, table: SQLiteDocumentTable, queries: np.ndarray, k: int, tenant: TenantFilter
     ) -> tuple[np.ndarray, np.ndarray]:
         """``_nearest`` among the rows matching a tenant filter: from the tenant's own Flat index when the store's
-        index is an exact Flat one (``FAISSTenants.flat_search``), else the generic FAISS call on the tenant's rows."""
-        tenants = self._tenants()
+        index is an exact Flat one and the tenant fits the budget (``FAISSTenants.flat_search``), else the shared
+        FAISS index with a selector of the tenant's rows."""
+        tenants = self._tenant_rows
         rows = tenants.candidates(table, self._vectors, tenant)
         vectors = self._vectors
-        if vectors is None or not len(rows[1]) or not len(queries) or not vectors.holds_flat():
-            return self._nearest(queries, k, rows[1])
-        return tenants.flat_search(vectors, self.metric, queries, min(k, len(rows[1])), tenant, rows)
+        if vectors is not None and len(rows[1]) and len(queries) and tenants.exact_flat(vectors, self.metric):
+            found = tenants.flat_search(vectors, self.metric, queries, min(k, len(rows[1])), tenant, rows)
+            if found is not None:
+                return found
+        return self._nearest(queries, k, rows[1])
 
-    def _tenants(self) -> FAISSTenants:
-        """What this store keeps for tenant filters (made on first use: the store's ``__init__`` stays as it is)."""
-        kept: FAISSTenants | None = self.__dict__.get("_tenant_rows")
-        if kept is None:
-            kept = self.__dict__["_tenant_rows"] = FAISSTenants()
-        return kept
-
-    def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
-        """The store's transaction (``TransactionalStore._mutate``), after which the tenants' rows are read again:
-        a write, delete or meta update may have changed them."""
-        try:
-            result: T = super()._mutate(change)  # type: ignore[misc]  # TransactionalStore's, next in the store's MRO
-            return result
-        finally:
-            with self._lock:
-                self._tenants().clear()
+    def _new_tenant_cache(self) -> FAISSTenants:
+        return FAISSTenants()
 
     search_async = twin(search)
     search_shared_hits_async = twin(search_shared_hits)

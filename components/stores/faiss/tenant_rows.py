@@ -4,18 +4,23 @@ The generic filtered search decodes every document to test the filter, then asks
 among the matching rows with an ``IDSelector``, which FAISS tests against every vector of the index: both cost the
 whole corpus, whatever the tenant's share. Here
 
-- the rows of each value of a field come from one SQL pass over the document table (``json_extract`` of the
-  field, no document decoded except the few whose value is not a string or null), kept until the store changes;
-- for an exact Flat index, the tenant's vectors are copied once into a Flat index of their own, kept while they fit
-  a budget (a quarter of the store's vectors, least recently used dropped first), and searched whole (or, for the
-  rest of an ``AND``, with a selector of the rows that pass it): a search costs the tenant's share of the corpus.
-  FAISS scores a vector with the same arithmetic with or without a selector, so the scores are the generic path's
-  to the bit (``tests/components/stores/test_tenant_filters.py`` compares both, on both sides of FAISS's switch to
-  BLAS at 20 queries);
+- the rows of each value of a field come from one SQL pass over the document table (the field's JSON text,
+  ``document -> path``, read by Python's JSON: SQLite's ``json_extract`` would cut a string at its first NUL and
+  file ``"acme\x00evil"`` under ``"acme"``; no document decoded except the few whose value is not a string or
+  null), kept until the store changes;
+- for an exact Flat index (``holds_exact_flat``), the tenant's vectors are copied once into a Flat index of their
+  own, kept while all the copies hold no more vectors than the budget (a quarter of the store's vectors, and at
+  least ``MIN_BUDGET``; least recently used dropped first), and searched whole (or, for the rest of an ``AND``, with
+  a selector of the rows that pass it): a search costs the tenant's share of the corpus. A tenant larger than the
+  budget is searched in the store's index with a selector of its rows (``flat_search`` answers None): copying its
+  vectors at every search would cost more than that scan. FAISS scores a vector with the same arithmetic with or
+  without a selector, so the scores are the generic path's to the bit (``tests/components/stores/
+  test_tenant_filters.py`` compares both, on both sides of FAISS's switch to BLAS at 20 queries);
 - for other index types (HNSW, IVF, PQ: approximate, where a smaller index would give other answers) the generic
   FAISS call runs, with the tenant's rows as candidates: the corpus scan of the filter is what is saved.
 """
 
+import json
 import sqlite3
 from collections import OrderedDict
 from contextlib import nullcontext
@@ -31,8 +36,18 @@ from components.stores.faiss.vector_index import FAISSVectorIndex, prepare
 from components.stores.tenants import TenantFilter, ValueRows, field_value
 
 MIN_BUDGET = 10_000
-"""Vectors the Flat indexes of tenants may hold at least, however small the store (a quarter of it otherwise)."""
+"""Vectors the Flat indexes of tenants may hold together: a quarter of the store's vectors, and at least this many."""
 _FIELDS = 8  # fields whose rows per value are kept at once (the least recently used dropped first)
+
+
+def holds_exact_flat(vectors: FAISSVectorIndex, metric: str) -> bool:
+    """Whether VECTORS is an exact Flat index of METRIC's kind under its id map: a tenant's own Flat index then
+    answers as it does. ``faiss.index_factory("Flat")`` makes the base ``IndexFlat`` (a store built in this
+    process), a reloaded file an ``IndexFlatIP``/``IndexFlatL2`` (``holds_flat``): all are ``IndexFlat``."""
+    index = vectors._index  # FAISSVectorIndex names no public accessor for its index (vector_index.py is not ours)
+    inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap2) else None
+    wanted = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
+    return isinstance(inner, faiss.IndexFlat) and inner.metric_type == wanted
 
 
 def json_path(field: str) -> str:
@@ -41,8 +56,8 @@ def json_path(field: str) -> str:
 
 
 def meta_values(table: SQLiteDocumentTable, field: str) -> ValueRows:
-    """The embedded rows of TABLE grouped by the value of FIELD, read in one SQL pass: a string value straight from
-    ``json_extract``, any other (a number, a boolean, a list) from the decoded document, as Haystack reads it.
+    """The embedded rows of TABLE grouped by the value of FIELD, read in one SQL pass: a string value from its JSON
+    text (``_string``), any other (a number, a boolean, a list) from the decoded document, as Haystack reads it.
 
     :raises DocumentStoreError: the table cannot be read (naming SQLite's reason).
     """
@@ -53,19 +68,27 @@ def meta_values(table: SQLiteDocumentTable, field: str) -> ValueRows:
                 found = table._db.execute(_VALUES, (json_path(field),)).fetchall()
             except sqlite3.OperationalError:  # a document SQLite's JSON cannot read (NaN): each one checked first
                 found = table._db.execute(_CHECKED_VALUES, (json_path(field),)).fetchall()
-            pairs = [(row, value if kind == "text" else None) for row, kind, value in found if kind in _AS_READ]
+            pairs = [(row, _string(text) if kind == "text" else None) for row, kind, text in found if kind in _AS_READ]
             pairs += _decoded_values(table, [row for row, kind, _ in found if kind not in _AS_READ], field)
         except sqlite3.Error as exc:
             raise DocumentStoreError(f"corrupted document table ({exc})") from exc
     return ValueRows(pairs)
 
 
-_VALUES = "SELECT row, json_type(document, ?1), json_extract(document, ?1) FROM documents WHERE embedding IS NOT NULL"
+def _string(text: str) -> str:
+    """The string whose JSON text is TEXT (``"acme"``): read by Python's JSON where it holds an escape (``\\u0000``
+    among them, which SQLite's ``json_extract`` would turn into a NUL and cut the string at)."""
+    value: str = json.loads(text) if "\\" in text else text[1:-1]
+    return value
+
+
+# `document -> path` is the value's JSON text (SQLite 3.38+), `json_type` its kind ('text' for a string).
+_VALUES = "SELECT row, json_type(document, ?1), document -> ?1 FROM documents WHERE embedding IS NOT NULL"
 _CHECKED_VALUES = (
     "SELECT row, CASE WHEN json_valid(document) THEN json_type(document, ?1) ELSE '?' END,"
-    " CASE WHEN json_valid(document) THEN json_extract(document, ?1) END FROM documents WHERE embedding IS NOT NULL"
+    " CASE WHEN json_valid(document) THEN document -> ?1 END FROM documents WHERE embedding IS NOT NULL"
 )
-_AS_READ = ("text", "null", None)  # JSON types whose value SQLite gives as Python's JSON does (None: no such key)
+_AS_READ = ("text", "null", None)  # JSON types read here without decoding the document (None: no such key)
 
 
 def _decoded_values(table: SQLiteDocumentTable, rows: list[int], field: str) -> list[tuple[int, Any]]:
@@ -87,12 +110,16 @@ class FAISSTenants:
         self._flats: OrderedDict[tuple[str, Any], tuple[np.ndarray, faiss.IndexFlat]] = OrderedDict()
         self._held = 0  # vectors in self._flats
         self._owner: tuple[object, object] = (None, None)
+        self._exact: bool | None = None  # holds_exact_flat of the owner's index, once asked
 
     def clear(self) -> None:
-        """Forget everything: the store changed (a write, a delete, a meta update, a reload)."""
+        """Forget everything, the index and table it was built for included: the store changed (a write, a delete,
+        a meta update, a reload), and an old index must not stay alive for this cache's sake."""
         self._fields.clear()
         self._flats.clear()
         self._held = 0
+        self._owner = (None, None)
+        self._exact = None
 
     def _own(self, table: SQLiteDocumentTable, vectors: FAISSVectorIndex | None) -> None:
         """Forget what was built for another table or index object than TABLE and VECTORS."""
@@ -118,6 +145,13 @@ class FAISSTenants:
         keep = [document_matches_filter(tenant.rest, document) for document in documents]
         return rows, rows[np.asarray(keep, dtype=bool)]
 
+    def exact_flat(self, vectors: FAISSVectorIndex, metric: str) -> bool:
+        """``holds_exact_flat(VECTORS, METRIC)``, asked once per index (``candidates`` first made VECTORS the
+        owner): a few microseconds saved on every search."""
+        if self._exact is None:
+            self._exact = holds_exact_flat(vectors, metric)
+        return self._exact
+
     def flat_search(
         self,
         vectors: FAISSVectorIndex,
@@ -126,11 +160,14 @@ class FAISSTenants:
         k: int,
         tenant: TenantFilter,
         rows: tuple[np.ndarray, np.ndarray],
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """(Q, k) scores and rows of the best of ROWS[1] (matching rows among the tenant's ROWS[0]) for QUERIES,
-        from the tenant's own Flat index: as the store's Flat index with a selector answers (k <= matching rows)."""
+        from the tenant's own Flat index: as the store's Flat index with a selector answers (k <= matching rows).
+        None when the tenant holds more vectors than the budget: the store's index with a selector is cheaper then."""
         tenant_rows, matching = rows
         flat = self._flat(vectors, metric, (tenant.field, tenant.value), tenant_rows)
+        if flat is None:
+            return None
         if len(matching) == len(tenant_rows):
             distances, positions = flat.search(prepare(queries, metric), k)
         else:  # the rest of an AND dropped some of the tenant's rows
@@ -141,20 +178,29 @@ class FAISSTenants:
         found = np.where(positions >= 0, tenant_rows[np.maximum(positions, 0)], -1)
         return (-distances if metric == "l2" else distances), found
 
-    def _flat(self, vectors: FAISSVectorIndex, metric: str, key: tuple[str, Any], rows: np.ndarray) -> faiss.IndexFlat:
-        """The Flat index of ROWS' vectors (the tenant KEY's), kept within the budget once built."""
+    @property
+    def kept_flats(self) -> int:
+        """Tenants whose Flat index is kept (what a test of the fast path can see)."""
+        return len(self._flats)
+
+    def _flat(
+        self, vectors: FAISSVectorIndex, metric: str, key: tuple[str, Any], rows: np.ndarray
+    ) -> faiss.IndexFlat | None:
+        """The Flat index of ROWS' vectors (the tenant KEY's), kept within the budget once built; None when ROWS
+        alone exceed the budget."""
         kept = self._flats.get(key)
         if kept is not None and kept[0] is rows:  # the same ValueRows: the same rows
             self._flats.move_to_end(key)
             return kept[1]
+        budget = max(vectors.ntotal // 4, MIN_BUDGET)
+        if len(rows) > budget:
+            return None
         flat = faiss.IndexFlat(vectors.dim, faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT)
         flat.add(vectors.reconstruct(rows))  # as the store's index holds them (normalised for cosine)
-        budget = max(vectors.ntotal // 4, MIN_BUDGET)
-        if len(rows) <= budget:
-            if kept is not None:
-                self._held -= len(self._flats.pop(key)[0])
-            while self._flats and self._held + len(rows) > budget:
-                self._held -= len(self._flats.popitem(last=False)[1][0])
-            self._flats[key] = (rows, flat)
-            self._held += len(rows)
+        if kept is not None:
+            self._held -= len(self._flats.pop(key)[0])
+        while self._flats and self._held + len(rows) > budget:
+            self._held -= len(self._flats.popitem(last=False)[1][0])
+        self._flats[key] = (rows, flat)
+        self._held += len(rows)
         return flat

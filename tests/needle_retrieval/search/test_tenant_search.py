@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from needle_retrieval.cli import main
+from needle_retrieval.search.searcher import Searcher
 from tests.support.cli import search_json
 from tests.support.integrity import edit_manifest, live
 from tests.support.paths import SAMPLE
@@ -82,3 +83,37 @@ def test_tenant_field_is_for_a_faiss_index(
     argv = ["index", str(corpus[0]), "--out", str(tmp_path / "m"), "--store", "milvus", "--tenant-field", "meta.tenant"]
     assert main(argv) != 0
     assert "--tenant-field" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tenant", ["2024-01-01", "2024-01-01T00:00:00", "acme\x00evil", " "])
+def test_a_tenant_a_filter_would_not_match_exactly_is_refused(
+    index: Path, tenant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A date-like tenant would also match other spellings of the same instant (Haystack compares those as dates):
+    --tenant and Searcher(tenant=) refuse it, and a blank or control-character one, in one line, before loading."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["search", str(index), "zip", "--tenant", tenant])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--tenant" in error
+    with pytest.raises(ValueError, match=r"^tenant: ") as raised:
+        Searcher(index, tenant=tenant)
+    assert len(str(raised.value).splitlines()) == 1
+    if tenant.startswith("2024"):
+        assert "date" in error
+        assert "date" in str(raised.value)
+
+
+def test_a_tenant_field_no_corpus_line_holds_is_refused(
+    corpus: tuple[Path, dict[str, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt --tenant-field would build an index where every document is no one's tenant: refused, naming the
+    field and the corpus, before anything is built."""
+    out = tmp_path / "index"
+    capsys.readouterr()
+    assert main(["index", str(corpus[0]), "--out", str(out), "--no-dense", "--bm25", "--tenant-field", "meta.tennant"])
+    error = capsys.readouterr().err.strip()
+    assert "--tenant-field meta.tennant" in error
+    assert str(corpus[0]) in error
+    assert len(error.splitlines()) == 1
+    assert not out.exists()
