@@ -13,19 +13,17 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip
 
-# torch first: the CPU wheel lies on the local disk; anything else would pull a multi-GB CUDA build. --no-compile:
-# pip would compile every module of every package (three quarters of torch's install time); Python compiles, and
-# caches, the modules a run imports as it first imports them.
+# torch first: the CPU wheel lies on the local disk; anything else would pull a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q --no-compile torch==2.13.0
-	$(BIN)/pip install -q --no-compile -e '.[dev]'
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 $(INF_STAMP):
 	$(PY) -m venv $(INF_VENV)
 	$(INF_VENV)/bin/pip install -q -U pip
-	$(INF_VENV)/bin/pip install -q --no-compile torch==2.13.0
-	$(INF_VENV)/bin/pip install -q --no-compile 'infinity-emb[server,torch]'
+	$(INF_VENV)/bin/pip install -q torch==2.13.0
+	$(INF_VENV)/bin/pip install -q 'infinity-emb[server,torch]'
 	touch $(INF_STAMP)
 
 install: $(STAMP)
