@@ -43,7 +43,7 @@ Embeddings: TypeAlias = npt.NDArray[np.float32 | np.int8 | np.uint8]
 # sentence-transformers' own type for a multi-process pool (values: its queues and processes).
 _Pool: TypeAlias = dict[Literal["input", "output", "processes"], Any]
 
-_LOCKS: "weakref.WeakKeyDictionary[SentenceTransformer, threading.Lock]" = weakref.WeakKeyDictionary()
+_LOCKS: "weakref.WeakKeyDictionary[object, threading.Lock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
 _POOLS: dict[tuple[int, tuple[int, ...]], _Pool] = {}
 
@@ -82,8 +82,8 @@ def validate_options(
     return first
 
 
-def _lock_for(model: SentenceTransformer) -> threading.Lock:
-    """The lock serialising encode calls on one shared model."""
+def encode_lock(model: object) -> threading.Lock:
+    """The lock serialising encode calls on one shared model (a SentenceTransformer or a SparseEncoder)."""
     with _LOCKS_GUARD:
         lock = _LOCKS.get(model)
         if lock is None:
@@ -182,7 +182,7 @@ class SentenceTransformersEncodingMixin:
         if use_pool and self.gpu_ids is not None and len(self.gpu_ids) > 1:
             kwargs["pool"] = _pool_for(model, self.gpu_ids)
         calibrated = self.quantization_ranges is not None and self.precision in ("int8", "uint8")
-        with _lock_for(model), _counting_batches(model, on_batch) as counted:
+        with encode_lock(model), _counting_batches(model, on_batch) as counted:
             # A list of strings with convert_to_numpy=True gives one (N, dim) matrix; `**kwargs` hides which
             # overload of encode applies, so mypy would only know Any here.
             embeddings: Embeddings = model.encode(

@@ -15,8 +15,6 @@ of load parameters, shared with theirs), and differ where an index needs it:
 """
 
 import itertools
-import threading
-import weakref
 from typing import Any, Literal, Self, TypeAlias
 
 import numpy as np
@@ -32,22 +30,11 @@ from haystack_integrations.components.embedders.sentence_transformers.embedding_
 from sentence_transformers.sparse_encoder.modules import SparseStaticEmbedding, SpladePooling
 
 from components.embedders.model_resolver import resolve_model
+from components.embedders.sentence_transformers_common import encode_lock
 
 DEFAULT_SPARSE_MODEL = "prithivida/Splade_PP_en_v1"
 
 Backend: TypeAlias = Literal["torch", "onnx", "openvino"]
-
-_LOCKS: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def _lock_for(model: Any) -> threading.Lock:
-    """The lock serialising encode calls on one shared model."""
-    with _LOCKS_GUARD:
-        lock = _LOCKS.get(model)
-        if lock is None:
-            lock = _LOCKS[model] = threading.Lock()
-        return lock
 
 
 def to_sparse_embeddings(batch: torch.Tensor) -> list[SparseEmbedding]:
@@ -222,7 +209,7 @@ class SparseEncodingBase:
             return []
         model = self._load_backend().model
         encode = model.encode_query if queries else model.encode_document
-        with _lock_for(model):
+        with encode_lock(model):
             batch = encode(
                 [self.prefix + text + self.suffix for text in texts],
                 batch_size=self.batch_size,

@@ -1,6 +1,7 @@
 """The BM25 store's documents by id: those written in memory, saved ones read on demand, filter masks cached."""
 
 import json
+from collections.abc import Container
 from pathlib import Path
 from typing import Any, cast
 
@@ -11,7 +12,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
 from components.stores.bm25.document_table import DocumentTable, document_line
-from components.stores.bm25.index import BM25Index, IndexSnapshot
+from components.stores.bm25.index import IndexSnapshot
 from components.stores.bm25.spill import DocumentSpill, SpillState
 
 _MASK_CACHE_SIZE = 32
@@ -125,12 +126,12 @@ class StoredDocuments:
         if key not in self._masks:
             if len(self._masks) >= _MASK_CACHE_SIZE:
                 self._masks.pop(next(iter(self._masks)))
-            main = self._mask(snapshot.main.ids, filters, snapshot.alive) if snapshot.main else None
-            delta = self._mask(snapshot.delta.ids, filters, None) if snapshot.delta else None
+            main = self.mask(snapshot.main.ids, filters, snapshot.alive) if snapshot.main else None
+            delta = self.mask(snapshot.delta.ids, filters, None) if snapshot.delta else None
             self._masks[key] = (main, delta)
         return self._masks[key]
 
-    def _mask(self, ids: list[str], filters: dict[str, Any], alive: np.ndarray | None) -> np.ndarray:
+    def mask(self, ids: list[str], filters: dict[str, Any], alive: np.ndarray | None) -> np.ndarray:
         """Boolean mask over ``ids``: live (per ``alive``) and matching ``filters``."""
         rows = np.flatnonzero(alive) if alive is not None else np.arange(len(ids))
         mask = np.zeros(len(ids), dtype=bool)
@@ -146,9 +147,9 @@ def copied(document: Document) -> Document:
     return copy
 
 
-def apply_policy(index: BM25Index, documents: list[Document], policy: DuplicatePolicy) -> dict[str, int]:
+def apply_policy(index: Container[str], documents: list[Document], policy: DuplicatePolicy) -> dict[str, int]:
     """The documents to write under ``policy``: their positions in ``documents`` by id (a later duplicate in the
-    batch wins with OVERWRITE)."""
+    batch wins with OVERWRITE). ``index`` answers whether an id is stored (the BM25 index, the sparse store's state)."""
     accepted: dict[str, int] = {}
     for position, document in enumerate(documents):
         exists = document.id in index or document.id in accepted

@@ -103,7 +103,7 @@ class MainSegment:
         if not any(known):
             return [NO_HITS] * len(queries)
         if self.bm25.backend == "numba":
-            return self._numba.search(known, k, accept, self._floor_base(known), n_threads)
+            return self._numba.search(known, k, accept, self.floor_base(known), n_threads)
         return self._bm25s_search(known, k, accept, n_threads)
 
     def _bm25s_search(self, known: list[list[int]], k: int, accept: np.ndarray | None, n_threads: int) -> list[Hits]:
@@ -123,7 +123,7 @@ class MainSegment:
             hits[i] = (rows[j][keep[j]], scores[j][keep[j]])
         return hits
 
-    def _floor_base(self, queries: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    def floor_base(self, queries: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Per query, the score of a document without any query term (``base``) and the score a hit must beat."""
         nonoccurrence = self.bm25.nonoccurrence_array
         if nonoccurrence is None:
@@ -134,7 +134,7 @@ class MainSegment:
 
     def _floors(self, queries: list[list[int]]) -> np.ndarray:
         """Per query, the score a hit must beat: that of a document without any query term, plus rounding."""
-        return self._floor_base(queries)[1]
+        return self.floor_base(queries)[1]
 
     def save(self, directory: Path, report: SaveProgress = quiet) -> None:
         """Write the bm25s files, the row ids and the term ids of each row into ``directory`` (the ``writing the

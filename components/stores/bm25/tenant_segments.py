@@ -85,7 +85,7 @@ class TenantMatrix:
         known = [[t for t in q if t < self.main.vocab_size] for q in queries]
         if not any(known) or not len(self.rows):
             return [NO_HITS] * len(queries)
-        floors = self.main._floor_base(known)  # the whole index's: the weights were computed with its statistics
+        floors = self.main.floor_base(known)  # the whole index's: the weights were computed with its statistics
         positions = [np.searchsorted(self.terms, q) for q in known]
         local = [
             [int(p) for p, t in zip(found.tolist(), q, strict=True) if p < len(self.terms) and self.terms[p] == t]

@@ -83,8 +83,8 @@ class SavedDocuments:
         lacking = [doc_id for doc_id in missing if doc_id not in found]
         if lacking:
             raise DocumentStoreError(
-                f"document store at {self.path} (document_store_path) lacks documents the BM25 index holds "
-                f"({len(lacking)} ids, e.g. {lacking[:5]}): both stores must index the same corpus"
+                f"document store at {self.path} (document_store_path) lacks documents the index beside it (BM25 or "
+                f"learned sparse) holds ({len(lacking)} ids, e.g. {lacking[:5]}): both must index the same corpus"
             )
         return [doc if doc is not None else found[doc_id] for doc_id, doc in zip(ids, docs, strict=True)]
 

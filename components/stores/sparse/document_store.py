@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
-from haystack.document_stores.errors import DuplicateDocumentError, MissingDocumentError
+from haystack.document_stores.errors import MissingDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
 from components.checks import check_filters
 from components.stores.async_twins import DocumentStoreAsyncTwins
 from components.stores.bm25.document_table import JsonlDocumentTable, document_line
-from components.stores.bm25.documents import DocumentsState, StoredDocuments, copied
+from components.stores.bm25.documents import DocumentsState, StoredDocuments, apply_policy, copied
 from components.stores.bm25.matrix import SaveProgress, quiet
 from components.stores.crash_safe_generations import MANIFEST
 from components.stores.document_checks import check_document_list, check_meta_storable
@@ -136,7 +136,7 @@ class SparseDocumentStore(SparseSearches, TransactionalStore, DocumentStoreAsync
 
         def change() -> tuple[int, bool]:
             state = self._ready()
-            accepted = _accepted(state, documents, policy)
+            accepted = apply_policy(state, documents, policy)
             self._documents.put(
                 {i: bare[at] for i, at in accepted.items()}, {i: lines[at] for i, at in accepted.items()}
             )
@@ -272,16 +272,3 @@ def _shared_source(manifest: dict[str, Any], manifest_file: Path, given: str | N
             f"see {manifest_file}"
         )
     return resolved
-
-
-def _accepted(state: IndexState, documents: list[Document], policy: DuplicatePolicy) -> dict[str, int]:
-    """The documents to write under ``policy``: their positions by id (a later duplicate wins with OVERWRITE)."""
-    accepted: dict[str, int] = {}
-    for position, document in enumerate(documents):
-        exists = document.id in state or document.id in accepted
-        if exists and policy == DuplicatePolicy.FAIL:
-            raise DuplicateDocumentError(f"ID '{document.id}' already exists in the document store")
-        if exists and policy == DuplicatePolicy.SKIP:
-            continue
-        accepted[document.id] = position
-    return accepted

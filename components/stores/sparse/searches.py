@@ -99,5 +99,5 @@ class SparseSearches:
         if key not in self._masks:
             if len(self._masks) >= _MASK_CACHE_SIZE:
                 self._masks.pop(next(iter(self._masks)))
-            self._masks[key] = self._documents._mask(list(state.ids), filters, state.alive)
+            self._masks[key] = self._documents.mask(list(state.ids), filters, state.alive)
         return self._masks[key]
