@@ -239,3 +239,15 @@ def shown(value: Any) -> str:
     """``repr`` of a value for a message, cut short (length and nesting) so that a huge or deep value cannot flood
     it; an integer too long to print is described by its size."""
     return _SHORT_REPR.repr(value)
+
+
+def run_instruction(recorded: str, given: object) -> str:
+    """The query instruction of one embedder run: the run's ``query_instruction`` replaces the init one (``recorded``)
+    and never adds to it; ``""`` is none, None keeps the init one. Every query embedder follows this one rule.
+
+    :raises ValueError: ``given`` is neither None nor a string.
+    """
+    instruction = recorded if given is None else given
+    if not isinstance(instruction, str):
+        raise ValueError(f"query_instruction must be a string, got {instruction!r}")
+    return instruction

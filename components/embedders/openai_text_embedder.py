@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from haystack import component
 from haystack.utils import Secret
 
-from components.checks import check_query
+from components.checks import check_query, run_instruction
 from components.embedders.openai_common import DEFAULT_API_KEY, DEFAULT_MODEL, OpenAIEmbedderBase, check_string
 
 
@@ -94,8 +94,7 @@ class OpenAIQueryEmbedderBase(OpenAIEmbedderBase):
 
         :raises ValueError: `query_instruction` is neither None nor a string.
         """
-        instruction = self.query_instruction if query_instruction is None else query_instruction
-        instruction = check_string("query_instruction", instruction)
+        instruction = run_instruction(self.query_instruction, query_instruction)
         return [instruction + self.prefix + text + self.suffix for text in texts]
 
 

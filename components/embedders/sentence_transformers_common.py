@@ -32,6 +32,7 @@ from haystack_integrations.components.embedders.sentence_transformers.embedding_
 )
 from sentence_transformers import SentenceTransformer, quantize_embeddings
 
+from components.checks import run_instruction
 from components.embedders.model_resolver import resolve_model
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -384,7 +385,5 @@ class SentenceTransformersQueryEmbedderBase(SentenceTransformersEncodingMixin):
 
         :raises ValueError: `query_instruction` is neither None nor a string.
         """
-        instruction = self.query_instruction if query_instruction is None else query_instruction
-        if not isinstance(instruction, str):
-            raise ValueError(f"query_instruction must be a string, got {instruction!r}")
+        instruction = run_instruction(self.query_instruction, query_instruction)
         return [instruction + self.prefix + text + self.suffix for text in texts]

@@ -29,6 +29,7 @@ from haystack_integrations.components.embedders.sentence_transformers.embedding_
 )
 from sentence_transformers.sparse_encoder.modules import SparseStaticEmbedding, SpladePooling
 
+from components.checks import run_instruction
 from components.embedders.model_resolver import resolve_model
 from components.embedders.sentence_transformers_common import encode_lock
 
@@ -240,7 +241,5 @@ class SparseQueryEmbedderBase(SparseEncodingBase):
 
     def _queries(self, texts: list[str], query_instruction: str | None) -> list[SparseEmbedding]:
         """Encode TEXTS as queries with the run's instruction (None: the init one; ``""``: none)."""
-        instruction = self.query_instruction if query_instruction is None else query_instruction
-        if not isinstance(instruction, str):
-            raise ValueError(f"query_instruction must be a string, got {instruction!r}")
+        instruction = run_instruction(self.query_instruction, query_instruction)
         return self._encode([instruction + t for t in texts], queries=True, show_progress_bar=self.progress_bar)

@@ -22,7 +22,7 @@ from haystack import default_from_dict, default_to_dict
 from haystack.dataclasses import SparseEmbedding
 from haystack.utils import Secret, deserialize_secrets_inplace
 
-from components.checks import check_int, check_number
+from components.checks import check_int, check_number, run_instruction
 from components.http_limits import CallDeadline, LimitedAsyncClient, NotJSON, UnusableAnswer, decode_json, run_blocking
 from components.rankers.rerank_protocol import error_text
 
@@ -211,7 +211,5 @@ class TEISparseQueryBase(TEISparseClient):
 
     def _queries(self, texts: list[str], query_instruction: str | None) -> list[SparseEmbedding]:
         """The vectors of TEXTS as queries, with the run's instruction (None: the init one; ``""``: none)."""
-        instruction = self.query_instruction if query_instruction is None else query_instruction
-        if not isinstance(instruction, str):
-            raise ValueError(f"query_instruction must be a string, got {instruction!r}")
+        instruction = run_instruction(self.query_instruction, query_instruction)
         return self._embed([instruction + t for t in texts])
