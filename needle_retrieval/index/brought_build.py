@@ -114,6 +114,7 @@ def build_dense_brought(
         # nlist for), not on the first chunk alone; Flat and HNSW need none, and read no sample.
         if store.needs_training(matrix.dim):
             store.train(matrix.sample(TRAINING_SAMPLE))
+        store.reserve(matrix.rows, matrix.dim)  # the index's vectors allocated once, not grown chunk by chunk
         with collector_paused():  # a million passages' objects, no cycle among them: no collection walks them
             atomic_write(generation / EMBEDDINGS, fill)
         remember(generation / EMBEDDINGS, digest.hexdigest())  # the generation's manifest records it unread

@@ -30,6 +30,7 @@ import numpy as np
 from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import verified
+from components.stores.faiss.capacity import reserve_codes
 from components.stores.faiss.saved_files import (
     check_index,
     check_rows,
@@ -140,6 +141,11 @@ class FAISSVectorIndex:
             return False
         self._gpu_index = None
         return True
+
+    def reserve(self, count: int) -> None:
+        """Room for COUNT more vectors, allocated once (``capacity``), so that the adds of a bulk write copy their
+        vectors in instead of growing the index again and again."""
+        reserve_codes(self._index, count)
 
     def add(self, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Add vectors under their row ids, ``chunk_size`` at a time (bounds the float32 copies in memory)."""
