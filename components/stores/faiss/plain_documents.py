@@ -15,12 +15,18 @@ is then explained by ``encode_document`` itself (``refuse_unstorable``), naming 
 
 import json
 from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring
 from typing import Any
 
 from components.stores.document_checks import encode_document
 from components.stores.hits import text_document
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(value, ensure_ascii=False) calls
+_ENCODE_META = json.encoder.c_make_encoder(  # type: ignore[attr-defined]  # CPython's C encoder, not in the stubs
+    None, json.JSONEncoder().default, encode_basestring, None, ": ", ", ", False, False, True
+)
+"""The encoder ``json.dumps(value, ensure_ascii=False)`` builds afresh for each call (its ``iterencode``), built once:
+the same separators, keys as given, NaN allowed, unknown types refused; no check for cycles, which a meta read from
+JSON cannot have and which fail it with a RecursionError instead of a ValueError (both explained the same way)."""
 
 
 def check_fields(ids: Sequence[Any], contents: Sequence[Any], metas: Sequence[Any], count: int) -> None:
@@ -61,9 +67,11 @@ def encode_fields(ids: Sequence[str], contents: Sequence[str | None], metas: Seq
 
     :raises ValueError: a meta value JSON cannot hold, naming the document and its field (``encode_document``'s).
     """
+    text, meta = encode_basestring, _ENCODE_META  # the document's keys and nulls are written as json.dumps writes them
     try:
         return [
-            _ENCODE({"id": i, "content": c, "blob": None, "meta": m, "score": None, "sparse_embedding": None})
+            f'{{"id": {text(i)}, "content": {"null" if c is None else text(c)}, "blob": null, '
+            f'"meta": {"".join(meta(m, 0))}, "score": null, "sparse_embedding": null}}'
             for i, c, m in zip(ids, contents, metas, strict=True)
         ]
     except (TypeError, ValueError, RecursionError):
