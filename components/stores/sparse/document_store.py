@@ -39,7 +39,8 @@ class SparseDocumentStore(SparseSearches, TransactionalStore, DocumentStoreAsync
     as a new generation, crash-safely and with one writer (``components.stores.transactions``), in the BM25 store's
     segment format, verified file by file when opened (``components.stores.sparse.segment_files``). Documents are
     saved beside the index, or read from the FAISS store at ``document_store_path`` (one copy of a corpus indexed
-    both ways), as the BM25 store does. Every public method has an ``*_async`` twin.
+    both ways), as the BM25 store does: read from there, they come without their dense ``embedding``, which stays
+    in the FAISS index. Every public method has an ``*_async`` twin.
     """
 
     def __init__(self, path: str | None = None, document_store_path: str | None = None, autosave: bool = True) -> None:
