@@ -10,53 +10,29 @@ Lite database inside the generation, or a collection of its own on a server, whi
 once the generation is live; the collections of generations the cleanup removes are dropped.
 """
 
-import logging
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from haystack.core.errors import PipelineRuntimeError
-from haystack.document_stores.errors import DocumentStoreError
 
 from components.converters.jsonl_lines import count_objects
-from components.stores.crash_safe_generations import MANIFEST, load_json
 from components.stores.faiss.row_writes import TRAINING_SAMPLE
 from needle_retrieval.defaults import DEFAULT_CHUNK_SIZE
-from needle_retrieval.errors import EmbeddingsNotReusable, NeedleError
-from needle_retrieval.index.brought_build import build_dense_brought
+from needle_retrieval.errors import NeedleError
 from needle_retrieval.index.checks import check_chunk_size, check_corpus
 from needle_retrieval.index.dense_type import FLAT, DenseIndexType, check_index_type_options
-from needle_retrieval.index.embeddings_in import (
-    BroughtEmbeddings,
-    bring_in,
-    brought_embeddings,
-    check_options,
-    model_dimension,
-)
-from needle_retrieval.index.generations import GENERATION, LAYOUT, check_target, previous_embeddings, take_lock
-from needle_retrieval.index.manifest import IndexManifest, file_sha256
+from needle_retrieval.index.embeddings_in import brought_embeddings, check_options, model_dimension
+from needle_retrieval.index.generation_build import Build
+from needle_retrieval.index.generations import LAYOUT, check_target, previous_embeddings, take_lock
+from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.index.options import DEFAULT_OPTIONS, IndexOptions, check_store_settings
-from needle_retrieval.index.parts import build_bm25, build_dense, build_sparse
-from needle_retrieval.index.templates import save_search_pipelines
+from needle_retrieval.index.store_target import DEFAULT_TARGET, StoreChoice, retire_collections, server_collections
 from needle_retrieval.index.tenant_corpus import check_tenant_field
 from needle_retrieval.pipelines.embedders import Recorded
-from needle_retrieval.progress import Stages, note
+from needle_retrieval.progress import Stages
 
-logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StoreChoice:
-    """Where the parts of an index go: ``faiss`` (FAISS + bm25s in the generation) or ``milvus``.
-
-    ``uri`` (a Milvus server URL; None keeps a Milvus Lite database in each generation) and ``collection``
-    (default ``needle``) apply to ``milvus`` only.
-    """
-
-    store: str = "faiss"
-    uri: str | None = None
-    collection: str | None = None
+# StoreChoice lives in store_target and Build in generation_build; both stay importable from here, where callers of
+# build_index (the CLI, eval, UltraRAG) and the tests that hold a build open reach them.
+__all__ = ["Build", "StoreChoice", "build_index", "check_sparse_options"]
 
 
 def build_index(
@@ -68,7 +44,7 @@ def build_index(
     dense: bool = True,
     bm25: bool = False,
     lang: str = "en",
-    target: StoreChoice = StoreChoice(),
+    target: StoreChoice = DEFAULT_TARGET,
     seed: Path | None = None,
     encode: bool = True,
     embedder: Recorded = None,
@@ -173,253 +149,6 @@ def build_index(
             point_alias(target.uri, target.collection or DEFAULT_COLLECTION, str(build.manifest.collection))
         retire_collections(out, before)
     return build.manifest
-
-
-@dataclass
-class Build:
-    """One ``needle index`` run: the writer ``LAYOUT.write`` calls to fill the new generation."""
-
-    corpus: Path
-    out: Path
-    model: str
-    overwrite: bool
-    dense: bool
-    bm25: bool
-    lang: str
-    target: StoreChoice
-    reuse: Path | None
-    seeded: bool  # reuse is a seed from elsewhere: re-encode when the embedder refuses it
-    embedder: Recorded = (
-        None  # the embedding backend (needle_retrieval.pipelines.embedders); None: sentence-transformers `model`
-    )
-    multimodal: bool = False  # an image corpus (needle_retrieval.index.images)
-    chunk_size: int = DEFAULT_CHUNK_SIZE  # documents per pipeline run (needle_retrieval.index.streaming)
-    index_type: DenseIndexType = FLAT  # the dense part's FAISS index (needle_retrieval.index.dense_type)
-    options: IndexOptions = (
-        DEFAULT_OPTIONS  # reader's duplicate-id rule, dense store settings (needle_retrieval.index.options)
-    )
-    brought: BroughtEmbeddings | None = None  # --embeddings, copied in first (needle_retrieval.index.embeddings_in)
-    built: IndexManifest | None = None
-    sparse: str | None = None  # --sparse MODEL: a learned sparse part encoded by that SparseEncoder
-
-    @property
-    def manifest(self) -> IndexManifest:
-        """The manifest of the generation this build wrote."""
-        if self.built is None:
-            raise NeedleError(f"no generation of {self.out} was built")
-        return self.built
-
-    def write(self, partial: Path) -> dict[str, Any]:
-        """Fill the new generation; remove it whole when anything fails, so no debris is left.
-
-        A seed the embedder refuses (another model, another corpus) is dropped and the corpus encoded afresh;
-        embeddings it kept are named on stderr once the parts are built (``needle: reused N embeddings from ...``),
-        and so are those brought in (``needle: indexed N embeddings from FILE``).
-        """
-        digest = file_sha256(self.corpus)  # before reading it: a corpus edited meanwhile never matches later
-        reused = self.reuse if self.dense and not self.overwrite else None  # the embedder refuses it, or reads it
-        try:
-            try:
-                self.built = self.fill(partial, self.reuse)
-            except EmbeddingsNotReusable as error:
-                if self.brought is not None:  # checked with the corpus before: it changed since
-                    raise NeedleError(
-                        f"--embeddings {self.brought.matrix.path}: {self.corpus} changed while it was indexed ({error})"
-                    ) from None
-                if not self.seeded:
-                    raise
-                empty_directory(partial)
-                self.built, reused = self.fill(partial, None), None
-        except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
-        if reused is not None:
-            note(f"reused {self.built.documents:,} embeddings from {reused}")
-        if self.brought is not None:
-            note(f"indexed {self.built.documents:,} embeddings from {self.brought.matrix.path}")
-        self.built.corpus_sha256 = digest
-        return self.built.recorded()
-
-    def fill(self, partial: Path, reuse: Path | None) -> IndexManifest:
-        """Build every part of the generation in PARTIAL, carrying over ``reuse``'s embeddings, or the brought ones
-        (the FAISS store's build copies them as it indexes them; for Milvus they are written into PARTIAL first,
-        where the document embedder reads them)."""
-        if self.target.store == "milvus":
-            if self.brought is not None:
-                bring_in(self.brought, partial)
-            return self.fill_milvus(partial, reuse)
-        if self.multimodal:
-            return self.fill_images(partial, reuse)
-        return fill_generation(
-            partial, self.out, self.corpus, self.model, self.overwrite, self.dense, self.bm25, self.lang, reuse,
-            self.embedder, self.chunk_size, self.index_type, self.options, self.brought, self.sparse,
-        )  # fmt: skip
-
-    def fill_images(self, partial: Path, reuse: Path | None) -> IndexManifest:
-        """Build an image generation (``needle_retrieval.index.images``) with the build's embedder spec (a parameter
-        file's sentence-transformers settings; None: the image templates'); the FAISS store settings apply to its
-        searches (its search pipelines are written again with them)."""
-        from needle_retrieval.index.images import fill_image_generation
-
-        manifest = fill_image_generation(
-            partial, self.corpus, self.model, self.overwrite, reuse, self.options.batch_size, self.embedder
-        )
-        if self.options.recorded() is not None:
-            manifest.store_settings = self.options.recorded()
-            save_search_pipelines(partial, manifest, manifest.modes)
-        return manifest
-
-    def fill_milvus(self, partial: Path, reuse: Path | None) -> IndexManifest:
-        """Build the generation's Milvus collection and write its search pipelines; returns its manifest.
-
-        On a server, the collection is new to this generation (an existing one of that name belongs to someone
-        else and is refused, untouched) and is dropped again when the build fails.
-        """
-        from needle_retrieval.index.milvus import build_milvus, check_new_collection, drop_collections
-        from needle_retrieval.index.milvus_place import MilvusPlace
-
-        final = partial.name.removesuffix(".partial")
-        place = MilvusPlace.for_generation(self.target.uri, self.target.collection, final)
-        if place.server:
-            check_new_collection(place)
-        try:
-            count, dim = build_milvus(
-                self.corpus, partial, place, model=self.model, overwrite=self.overwrite, bm25=self.bm25,
-                lang=self.lang, reuse=reuse, embedder=self.embedder, chunk_size=self.chunk_size, options=self.options,
-            )  # fmt: skip
-            modes = ["dense", "bm25"] if self.bm25 else ["dense"]
-            manifest = IndexManifest(
-                corpus=self.corpus.name,
-                documents=count,
-                modes=modes,
-                model=self.model,
-                dim=dim,
-                bm25_lang=self.lang if self.bm25 else None,
-                store="milvus",
-                uri=place.uri,
-                collection=place.collection,
-                embedder=self.embedder,
-                store_settings=self.options.recorded(),
-                generation=final,
-            )
-            save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if self.bm25 else []))
-        except BaseException:
-            if place.server:
-                drop_collections(place.uri, [place.collection])
-            raise
-        return manifest
-
-
-def empty_directory(directory: Path) -> None:
-    """Remove everything inside DIRECTORY, keeping the directory."""
-    for entry in directory.iterdir():
-        if entry.is_dir():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-
-
-def server_collections(out: Path, target: StoreChoice) -> dict[str, tuple[str, str]]:
-    """Generation name -> (server URI, collection) for the generations of OUT that have a server collection:
-    complete ones by their manifest, partial ones by their would-be name on the target server (a killed build
-    may have left that collection)."""
-    from needle_retrieval.index.milvus_place import MilvusPlace, is_server
-
-    found: dict[str, tuple[str, str]] = {}
-    for entry in out.iterdir() if out.is_dir() else []:
-        if not GENERATION.fullmatch(entry.name):
-            continue
-        name = entry.name.removesuffix(".partial")
-        if entry.name.endswith(".partial"):
-            if target.store == "milvus" and target.uri is not None:
-                found[name] = (target.uri, MilvusPlace.for_generation(target.uri, target.collection, name).collection)
-            continue
-        try:
-            recorded = load_json(entry / MANIFEST)
-        except DocumentStoreError:
-            continue  # a damaged generation names no collection we could be sure of
-        if not isinstance(recorded, dict):
-            continue
-        uri, collection = recorded.get("uri"), recorded.get("collection")
-        if isinstance(uri, str) and is_server(uri) and isinstance(collection, str):
-            found[name] = (uri, collection)
-    return found
-
-
-def retire_collections(out: Path, before: dict[str, tuple[str, str]]) -> None:
-    """Drop the server collections of the generations that are gone from OUT (the cleanup after a switch).
-
-    The new generation is live by then, so a server that cannot be reached only leaves a warning (and the
-    collection behind), not a failed build.
-    """
-    from needle_retrieval.index.milvus import drop_collections
-
-    for generation, (uri, collection) in before.items():
-        if (out / generation).is_dir():
-            continue
-        try:
-            drop_collections(uri, [collection])
-        except DocumentStoreError as error:
-            logger.warning("could not drop %s of the removed generation %s: %s", collection, generation, error)
-
-
-def fill_generation(
-    partial: Path,
-    out: Path,
-    corpus: Path,
-    model: str,
-    overwrite: bool,
-    dense: bool,
-    bm25: bool,
-    lang: str,
-    reuse: Path | None,
-    embedder: Recorded = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    index_type: DenseIndexType = FLAT,
-    options: IndexOptions = DEFAULT_OPTIONS,
-    brought: BroughtEmbeddings | None = None,
-    sparse: str | None = None,
-) -> IndexManifest:
-    """Build every part of one generation into PARTIAL and write its search pipelines; returns its manifest.
-
-    ``brought``: the dense part's vectors, brought in (``--embeddings``): indexed as the corpus is read once
-    (``brought_build``), the model never loaded.
-    """
-    final = partial.name.removesuffix(".partial")
-    modes: list[str] = []
-    dim = None
-    if dense and brought is not None:
-        count, dim = build_dense_brought(corpus, partial, brought, model, embedder, chunk_size, index_type, options)
-    elif dense:
-        count, dim = build_dense(corpus, partial, model, overwrite, reuse, embedder, chunk_size, index_type, options)
-    if dense:
-        modes.append("dense")
-    if bm25:
-        # BM25 reads its documents from the dense part, named by the path it will have once live; the BM25
-        # store records that path relative to its own directory, so the generation stays relocatable.
-        documents_from = out.resolve() / final / "dense" if dense else None
-        count = build_bm25(corpus, partial, lang, documents_from, chunk_size, options)
-        modes.append("bm25")
-    if sparse:
-        documents_from = out.resolve() / final / "dense" if dense else None  # as BM25's: the dense part's documents
-        count = build_sparse(corpus, partial, sparse, documents_from, chunk_size, options)
-        modes.append("sparse")
-    manifest = IndexManifest(
-        corpus=corpus.name,
-        documents=count,
-        modes=modes,
-        model=model if dense else None,
-        dim=dim,
-        bm25_lang=lang if bm25 else None,
-        embedder=embedder if dense else None,
-        dense_index=index_type.recorded() if dense else None,
-        store_settings=options.recorded() if dense else None,
-        tenant_field=options.tenant_field,
-        sparse_model=sparse or None,
-        generation=final,
-    )
-    save_search_pipelines(partial, manifest, modes + (["hybrid", "rrf"] if manifest.fused_side else []))
-    return manifest
 
 
 def check_sparse_options(sparse: str | None, store: str, multimodal: bool) -> None:

@@ -21,7 +21,7 @@ import pytest
 from components.embedders.embedding_file_foreign import ForeignMatrix
 from needle_retrieval.cli import main
 from needle_retrieval.index import build as build_module
-from needle_retrieval.index import embeddings_in
+from needle_retrieval.index import embeddings_in, generation_build
 from needle_retrieval.index.embeddings_in import (
     BroughtEmbeddings,
     bring_in,
@@ -113,7 +113,7 @@ def test_one_pass_build_writes_what_the_pipeline_build_wrote(
     argv = ["--model", tiny_model, "--embeddings", str(npy), "--index-type", index_type, "--threads", "1"]
     assert main(["index", str(corpus), "--out", str(tmp_path / "one_pass"), *argv]) == 0
     with monkeypatch.context() as patched:
-        patched.setattr(build_module, "build_dense_brought", pipeline_build)
+        patched.setattr(generation_build, "build_dense_brought", pipeline_build)
         assert main(["index", str(corpus), "--out", str(tmp_path / "pipeline"), *argv]) == 0
     one_pass, pipeline = generation_files(tmp_path / "one_pass"), generation_files(tmp_path / "pipeline")
     assert sorted(one_pass) == sorted(pipeline)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import needle_retrieval.index.build
+import needle_retrieval.index.generation_build
 from needle_retrieval.cli import main
 from tests.support.integrity import edit_manifest
 from tests.support.paths import REPO, SAMPLE
@@ -270,7 +270,7 @@ def test_a_server_index_builds_a_collection_per_generation_and_moves_the_alias(
     def fail_after_the_load(*args: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(needle_retrieval.index.build, "save_search_pipelines", fail_after_the_load)
+    monkeypatch.setattr(needle_retrieval.index.generation_build, "save_search_pipelines", fail_after_the_load)
     monkeypatch.setenv("NEEDLE_PROGRESS_INTERVAL", "off")  # the error line alone, no progress lines before it
     message = one_line_error(capsys, command)
     assert "live index is unchanged" in message

@@ -20,8 +20,9 @@ import components  # noqa: F401  (the import alone allowlists our modules for Pi
 from needle_retrieval.cli import main
 from needle_retrieval.errors import NeedleError
 from needle_retrieval.eval.index_reuse import fits
-from needle_retrieval.index.build import StoreChoice, build_index
+from needle_retrieval.index.build import build_index
 from needle_retrieval.index.manifest import IndexManifest, file_sha256
+from needle_retrieval.index.store_target import StoreChoice
 from needle_retrieval.index.templates import fill_search_pipeline, search_pipeline
 from needle_retrieval.pipelines import files as pf
 from needle_retrieval.tune.command import refuse_sparse_fusion
