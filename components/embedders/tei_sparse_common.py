@@ -13,8 +13,8 @@ term id in [0, 2**31 - 1) and a finite weight, no term twice, at most ``MAX_TERM
 message, never an empty vector.
 """
 
-import asyncio
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -23,10 +23,9 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from components.checks import check_int, check_number, run_instruction
-from components.http_limits import CallDeadline, LimitedAsyncClient, NotJSON, UnusableAnswer, decode_json, run_blocking
-from components.rankers.rerank_protocol import error_text
+from components.http_limits import LimitedAsyncClient, NotJSON, UnusableAnswer, decode_json, run_blocking
+from components.tei_http import Retries, post_with_retries, refusal
 
-RETRY_STATUSES = (429, 503)
 MAX_TERMS = 65_536
 """Most terms one vector may hold: a SPLADE vector activates tens to hundreds of a vocabulary's 30,000-250,000
 terms, so more is an answer gone wrong that would bloat the index (and every search touching it)."""
@@ -165,33 +164,36 @@ class TEISparseClient:
 
     async def _post(self, client: httpx.AsyncClient, payload: dict[str, Any], n_texts: int) -> Any:
         """POST with retries on 429/503 and connection errors, all within ``timeout``; the JSON of a 200 answer."""
-        with CallDeadline(self.timeout) as deadline:
-            for attempt in range(self.max_retries + 1):
-                try:
-                    response = await client.post(self._endpoint, json=payload)
-                except UnusableAnswer as exc:  # too large, a redirect, undecodable: the same again on a retry
-                    raise TEISparseError(str(exc)) from None
-                except httpx.TransportError as exc:
-                    error = f"could not reach {self._endpoint} (attempt {attempt + 1}): {type(exc).__name__}: {exc}"
-                else:
-                    if response.status_code == 200:
-                        try:
-                            return decode_json(response.content)
-                        except NotJSON as exc:
-                            raise TEISparseError(
-                                f"{self._endpoint} answered HTTP 200, but the answer is {exc}"
-                            ) from None
-                    error = (
-                        f"{self._endpoint} answered HTTP {response.status_code} to a request of {n_texts} texts "
-                        f"(attempt {attempt + 1}): {error_text(response)}"
-                    )
-                    if response.status_code not in RETRY_STATUSES:
-                        raise TEISparseError(error)
-                delay = self.backoff * 2.0**attempt
-                if attempt == self.max_retries or not deadline.allows_wait(delay):
-                    raise TEISparseError(error)
-                await asyncio.sleep(delay)
-        raise AssertionError("unreachable: the last attempt raises")  # pragma: no cover
+        retries = Retries(self.timeout, self.max_retries, self.backoff)
+        response = await post_with_retries(client, self._endpoint, payload, retries, _Words(self._endpoint, n_texts))
+        try:
+            return decode_json(response.content)
+        except NotJSON as exc:
+            raise TEISparseError(f"{self._endpoint} answered HTTP 200, but the answer is {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The sparse client's words for the failures of one request of N_TEXTS to ENDPOINT (``tei_http.Wording``)."""
+
+    endpoint: str
+    n_texts: int
+
+    def unusable(self, exc: UnusableAnswer) -> TEISparseError:
+        """Too large, a redirect, undecodable: the limit's own message."""
+        return TEISparseError(str(exc))
+
+    def unreachable(self, exc: Exception, attempt: int) -> TEISparseError:
+        """``could not reach <endpoint> (attempt K): <error>``."""
+        return TEISparseError(f"could not reach {self.endpoint} (attempt {attempt + 1}): {type(exc).__name__}: {exc}")
+
+    def refused(self, response: httpx.Response, attempt: int) -> TEISparseError:
+        """The status and the server's message."""
+        return TEISparseError(refusal(self.endpoint, response, self.n_texts, attempt))
+
+    def out_of_time(self, error: TEISparseError, why: str) -> TEISparseError:
+        """The last failure as it is."""
+        return error
 
 
 class TEISparseQueryBase(TEISparseClient):

@@ -1,8 +1,8 @@
 """A reranker that calls a TEI or Cohere/Infinity-shaped rerank server (mxRAG's ``TEIReranker``)."""
 
 import asyncio
-import contextlib
 import ssl
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,6 @@ from haystack.utils import Secret
 
 from components.checks import check_int, check_number, check_query, check_score_threshold, check_top_k
 from components.http_limits import (
-    CallDeadline,
     LimitedAsyncClient,
     NotJSON,
     ResponseTooLarge,
@@ -21,14 +20,7 @@ from components.http_limits import (
     decode_json,
     run_blocking,
 )
-from components.rankers.rerank_protocol import (
-    RerankServerError,
-    RerankShape,
-    error_text,
-    parse_scores,
-    request_body,
-    shape_of,
-)
+from components.rankers.rerank_protocol import RerankServerError, RerankShape, parse_scores, request_body, shape_of
 from components.rankers.reranker_base import (
     RerankerMixin,
     Scores,
@@ -37,29 +29,10 @@ from components.rankers.reranker_base import (
     document_texts,
     unique_documents,
 )
+from components.tei_http import Retries, post_with_retries, refusal
 
-RETRY_STATUSES = (429, 503)
-MAX_RETRY_AFTER_S = 60.0
 MAX_ANSWER_BYTES = 16 * 1024 * 1024  # one answer: 1,024 scores (with texts, if a server sends them back) stay far below
 __all__ = ["TEIRanker", "run_blocking"]  # run_blocking moved to components.http_limits; still importable from here
-
-
-def _error_text(response: httpx.Response) -> str:
-    """The server's error message (``rerank_protocol.error_text``), also for an error body nested too deeply."""
-    try:
-        return error_text(response)
-    except RecursionError:
-        return "(an error body nested too deeply to read)"
-
-
-def _is_tls_failure(exc: BaseException) -> bool:
-    """True if a transport error comes from TLS (bad certificate etc.): retrying cannot fix it."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ssl.SSLError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 @component
@@ -262,57 +235,10 @@ class TEIRanker(RerankerMixin):
         return f"{self.url} answered HTTP 200, but the answer is not the {name} rerank format: {problem}"
 
     async def _post(self, client: httpx.AsyncClient, payload: dict[str, Any], chunk: list[str]) -> Any:
-        """POST with retries on 429/503 and connection errors, all within ``timeout``; the JSON of a 200 answer."""
-        with CallDeadline(self.timeout) as deadline:
-            attempt = 0
-            while True:
-                delay, outcome = await self._attempt(client, payload, chunk, attempt)
-                if delay is None:
-                    return outcome
-                if not deadline.allows_wait(delay):
-                    raise RerankServerError(f"{outcome}; {deadline.too_late(delay)}", outcome.status)
-                await asyncio.sleep(delay)
-                attempt += 1
-
-    async def _attempt(
-        self, client: httpx.AsyncClient, payload: dict[str, Any], chunk: list[str], attempt: int
-    ) -> tuple[float | None, Any]:
-        """One POST: ``(None, json)`` for a 200 answer, or ``(delay, error)`` when a retry after ``delay`` may help.
-
-        :raises RerankServerError: The failure cannot be retried, or it was the last attempt.
-        """
-        try:
-            response = await client.post(self.url, json=payload)
-        except ResponseTooLarge as exc:  # the same server would send it again: not retried
-            raise RerankServerError(f"{self.url} sent too much: {exc}", status=exc.status) from None
-        except UnusableAnswer as exc:  # a redirect, an undecodable answer: not retried
-            raise RerankServerError(str(exc), status=exc.status) from None
-        except (httpx.TransportError, ssl.SSLError) as exc:
-            # TLS 1.3 reports a refused client certificate after the handshake, as an alert that
-            # httpx may surface as a bare ssl.SSLError while reading the answer.
-            error = RerankServerError(
-                f"could not reach {self.url} after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}"
-            )
-            if attempt == self.max_retries or _is_tls_failure(exc):
-                raise error from exc
-            return self.backoff * 2.0**attempt, error
-        if response.status_code == 200:
-            return None, self._json(response)
-        error = RerankServerError(
-            f"{self.url} answered HTTP {response.status_code} to a request of {len(chunk)} texts "
-            f"(attempt {attempt + 1}): {_error_text(response)}",
-            status=response.status_code,
-        )
-        if response.status_code not in RETRY_STATUSES or attempt == self.max_retries:
-            raise error
-        return self._delay(attempt, response), error
-
-    def _delay(self, attempt: int, response: httpx.Response) -> float:
-        """Exponential back-off, or the server's ``Retry-After`` (seconds, capped) when it asks for longer."""
-        delay = self.backoff * 2.0**attempt
-        with contextlib.suppress(ValueError):  # an HTTP-date Retry-After: keep our own back-off
-            delay = max(delay, min(float(response.headers.get("retry-after", 0)), MAX_RETRY_AFTER_S))
-        return delay
+        """POST with retries on 429/503 (honouring ``Retry-After``) and connection errors other than TLS failures,
+        all within ``timeout``; the JSON of a 200 answer."""
+        retries = Retries(self.timeout, self.max_retries, self.backoff, retry_after=True, tls_final=True)
+        return self._json(await post_with_retries(client, self.url, payload, retries, _Words(self.url, len(chunk))))
 
     def _json(self, response: httpx.Response) -> Any:
         """The body of a 200 answer as JSON, or an error quoting what came instead (deep nesting included)."""
@@ -334,3 +260,31 @@ class TEIRanker(RerankerMixin):
         unique = unique_documents(documents)
         scores = await self.rerank_async(query, document_texts(unique), self.batch_size)
         return {"documents": self._ranked_documents(unique, scores, top_k, threshold)}
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The ranker's words for the failures of one request of N_TEXTS to URL (``tei_http.Wording``)."""
+
+    url: str
+    n_texts: int
+
+    def unusable(self, exc: UnusableAnswer) -> RerankServerError:
+        """Too large (``<url> sent too much``), a redirect, undecodable; with the answer's status."""
+        if isinstance(exc, ResponseTooLarge):
+            return RerankServerError(f"{self.url} sent too much: {exc}", status=exc.status)
+        return RerankServerError(str(exc), status=exc.status)
+
+    def unreachable(self, exc: Exception, attempt: int) -> RerankServerError:
+        """``could not reach <url> after K attempt(s): <error>``."""
+        return RerankServerError(
+            f"could not reach {self.url} after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}"
+        )
+
+    def refused(self, response: httpx.Response, attempt: int) -> RerankServerError:
+        """The status and the server's message, with the status."""
+        return RerankServerError(refusal(self.url, response, self.n_texts, attempt), status=response.status_code)
+
+    def out_of_time(self, error: RerankServerError, why: str) -> RerankServerError:
+        """The last failure, and why no retry follows."""
+        return RerankServerError(f"{error}; {why}", error.status)

@@ -15,6 +15,7 @@ from components.embedders.tei_sparse_document_embedder import TEISparseDocumentE
 from components.embedders.tei_sparse_text_embedder import TEISparseTextEmbedder
 from components.retrievers.sparse.retriever import SparseEmbeddingRetriever
 from components.stores.sparse.document_store import SparseDocumentStore
+from tests.support.serve import free_port
 from tests.support.servers.tei_sparse import TEISparseServer, sparse_entries
 
 
@@ -55,6 +56,22 @@ def test_overload_is_retried_and_a_non_splade_model_is_not(server: TEISparseServ
     with pytest.raises(TEISparseError, match=r"HTTP 424 .*injected backend \(backend\)"):
         embedder.run(text="vitamin c")
     assert server.requests == [1, 1, 1]
+
+
+def test_a_loading_server_is_tried_max_retries_more_times_then_named(server: TEISparseServer) -> None:
+    """503 on every attempt: 1 + max_retries requests, then TEI's message and the attempt count, no vector."""
+    server.faults[:] = [(503, "unhealthy")] * 4
+    embedder = TEISparseTextEmbedder(url=server.url, max_retries=2, backoff=0.01)
+    with pytest.raises(TEISparseError, match=r"/embed_sparse answered HTTP 503 .*\(attempt 3\): injected unhealthy"):
+        embedder.run(text="vitamin c")
+    assert server.requests == [1, 1, 1]
+
+
+def test_an_unreachable_server_is_retried_then_named() -> None:
+    """Nothing listening: max_retries more connection attempts, then an error naming the URL and the last one."""
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(TEISparseError, match=rf"could not reach {url}/embed_sparse \(attempt 2\): ConnectError"):
+        TEISparseTextEmbedder(url=url, max_retries=1, backoff=0.01).run(text="vitamin c")
 
 
 @pytest.mark.parametrize(
