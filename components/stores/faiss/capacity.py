@@ -16,13 +16,17 @@ __all__ = ["reserve_codes"]
 
 def reserve_codes(index: faiss.Index, count: int) -> bool:
     """Give INDEX's code array room for COUNT more vectors, if it keeps one (``IndexFlatCodes``, directly, under an
-    id map or as an HNSW graph's storage); returns whether it did (False: nothing to reserve, or COUNT < 1).
+    id map or as an HNSW graph's storage); returns whether it did (False: nothing to reserve, COUNT < 1, or room the
+    system cannot give).
     An IVF index keeps its codes in one list per centroid, of sizes unknown before the add: nothing is reserved."""
     codes_index = _codes_index(index)
     if codes_index is None or count < 1:
         return False
     codes, width, stored = codes_index.codes, codes_index.code_size, codes_index.ntotal
-    codes.resize((stored + count) * width)
+    try:
+        codes.resize((stored + count) * width)
+    except (MemoryError, RuntimeError, TypeError, OverflowError):  # more than the system gives, or than size_t holds
+        return False  # a failed resize leaves the codes as they were: the adds grow the array as without a reserve
     codes.resize(stored * width)  # the stored codes are untouched; the capacity stays
     return True
 

@@ -6,6 +6,7 @@ build that reads its passages from files and never needs Document objects (``pla
 what ``write_documents`` stores for the same documents and vectors, through ``row_writes``.
 """
 
+import operator
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -88,17 +89,24 @@ class MatrixWrites(RowWrites):
         Make room in the index for COUNT more vectors of DIM values, before a bulk write of that many chunk by
         chunk: the index's array of vectors is then allocated once, where each write would grow it (copying what it
         holds; ``capacity``): at 1M x 384 a Flat build's adds take a third of the time. A hint: nothing is stored,
-        and an index that keeps no such array (IVF) is left as it is.
+        and a store without an index yet (call ``needs_training`` or ``train`` first), an index that keeps no such
+        array (IVF) or room the system cannot give are left as they are. The room is taken at once, and kept while
+        the store is.
 
-        :raises ValueError: COUNT is negative, or DIM is not this store's embedding_dim.
+        :raises ValueError: COUNT is not an integer >= 0, or DIM is not this store's embedding_dim.
         """
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        try:
+            number = operator.index(count)  # an int, or a numpy integer
+        except TypeError:
+            number = -1
+        if isinstance(count, bool) or number < 0:
             raise ValueError(f"reserve(): count must be an integer >= 0, got {count!r}")
         with self._lock:
             self._ready()
             if self.embedding_dim is not None and dim != self.embedding_dim:
                 raise ValueError(f"reserve(): vectors of size {dim}, this store holds size {self.embedding_dim}")
-            self._vector_index(dim).reserve(count)
+            if self._vectors is not None:
+                self._vectors.reserve(number)
 
     def from_npy(self, documents: list[Document], npy_path: str, policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """Write documents with row i of the float32 (N, dim) ``.npy`` file as document i's embedding."""

@@ -57,11 +57,24 @@ def test_every_index_type_answers_as_without_it(tmp_path: Path, factory: str, re
     assert reserve_codes(build_faiss_index(DIM, "inner_product", factory, None), 1) is reserves
 
 
+def test_a_store_without_an_index_keeps_no_dimension_and_room_it_cannot_get_is_skipped(tmp_path: Path) -> None:
+    store = FAISSDocumentStore(path=str(tmp_path / "s"), autosave=False)
+    store.reserve(10, 8)  # no index yet: nothing to reserve, and the dimension stays open
+    assert store.embedding_dim is None
+    store.write_fields(["a"], ["x"], [{}], matrix(1))
+    store.reserve(2**60, DIM)  # more than any system gives: skipped, the store as it was
+    store.reserve(np.int64(100), DIM)
+    store.write_fields(["b"], ["y"], [{}], matrix(1, seed=8))
+    assert [hit.id for hit in store.search(matrix(1, seed=8), 2)[0]] == ["b", "a"]
+
+
 def test_a_bad_count_or_dimension_is_refused(tmp_path: Path) -> None:
     store = FAISSDocumentStore(path=str(tmp_path / "s"), autosave=False)
     store.write_fields(["a"], ["x"], [{}], matrix(1))
     with pytest.raises(ValueError, match=r"count must be an integer >= 0, got -1"):
         store.reserve(-1, DIM)
+    with pytest.raises(ValueError, match=r"count must be an integer >= 0, got 2.5"):
+        store.reserve(2.5, DIM)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"vectors of size 8, this store holds size 16"):
         store.reserve(10, 8)
     assert store.count_documents() == 1
