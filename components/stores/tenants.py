@@ -17,7 +17,10 @@ operator, a date or a list as value) takes the generic path. Only the order of e
 condition that the generic path would raise on for a document of another tenant is not evaluated for it here.
 
 What a store keeps for this is dropped at every change of the store, in the same hold of its lock as the change
-(``TenantCaching``, the part both stores' search mixins share), so no search answers from rows of before a change.
+(``TenantCaching``, the part both stores' search mixins share), so no search answers from rows of before a change;
+after a write or a delete only, it is kept and brought up to date at the next tenant search instead
+(``ValueRows.updated``: deleted rows dropped, the values of the new rows read), which costs the new rows, not the
+corpus.
 """
 
 import math
@@ -101,13 +104,17 @@ def field_value(document: Document, field: str) -> Any:
 
 
 class ValueRows:
-    """The rows of each value of one field: built once from (row, value) pairs, then looked up per value."""
+    """The rows of each value of one field: built once from (row, value) pairs, then looked up per value, and brought
+    up to date after writes and deletes (``updated``)."""
 
     def __init__(self, pairs: Iterable[tuple[int, Any]]) -> None:
         """Group PAIRS by value (rows kept ascending); values a dict cannot hold (lists, mappings) are left out:
         they equal no ``keyable`` filter value."""
         grouped: dict[Any, list[int]] = {}
+        self.high = -1
+        """The highest row of the pairs given, those left out included (-1: none): rows written later lie above."""
         for row, value in pairs:
+            self.high = max(self.high, row)
             try:
                 grouped.setdefault(value, []).append(row)
             except TypeError:  # unhashable: a list or a mapping
@@ -120,6 +127,26 @@ class ValueRows:
         found = self._rows.get(value)
         return found if found is not None else np.empty(0, np.int64)
 
+    def updated(self, alive: np.ndarray, added: Iterable[tuple[int, Any]] = ()) -> "ValueRows":
+        """These row lists after deletes and writes: the rows where ALIVE (a mask over rows, longer than ``high``)
+        is False dropped, and ADDED's (row, value) pairs grouped in, as ``ValueRows(pairs)`` of the rows now held
+        would group them. A value whose rows did not change keeps the very same array: a copy of its tenant's data
+        keyed on that array (``FAISSTenants``, ``BM25Tenants``) stays valid."""
+        new = ValueRows(added)
+        merged = ValueRows(())
+        merged.high = max(self.high, new.high)
+        for value, rows in self._rows.items():
+            live = alive[rows]
+            kept = rows if live.all() else rows[live]
+            extra = new._rows.pop(value, None)
+            if extra is not None:
+                kept = np.sort(np.concatenate([kept, extra]))
+            if len(kept):
+                merged._rows[value] = kept
+        merged._rows.update(new._rows)
+        merged.size = sum(len(rows) for rows in merged._rows.values())
+        return merged
+
     def __len__(self) -> int:
         """Number of distinct values."""
         return len(self._rows)
@@ -131,14 +158,19 @@ class TenantCache(Protocol):
     def clear(self) -> None:
         """Forget everything, and let go of the index objects it was built for."""
 
+    def rows_changed(self) -> None:
+        """Documents were written under new rows or deleted, and nothing else changed: what is kept stays, to be
+        brought up to date (``ValueRows.updated``) at the next tenant search instead of read again."""
+
 
 C = TypeVar("C", bound=TenantCache)
 
 
 class TenantCaching(Generic[C]):
     """The tenant side of a store's searches mixin: the store's ``TenantCache`` (made on first use, so the store's
-    ``__init__`` stays light) and a ``_mutate`` that clears it in the same hold of the store's lock as the change:
-    no search can run between a write, delete or meta update and the clearing, and read the rows from before."""
+    ``__init__`` stays light) and a ``_mutate`` that clears it, or for a change that only writes and deletes
+    documents tells it so, in the same hold of the store's lock as the change: no search can run between a change
+    and the cache hearing of it, and read the rows from before."""
 
     _lock: threading.RLock
 
@@ -153,12 +185,19 @@ class TenantCaching(Generic[C]):
             kept: C | None = self.__dict__.get("_tenant_rows")
             return kept if kept is not None else self._new_tenant_cache()
 
-    def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
+    def _mutate(self, change: Callable[[], tuple[T, bool]], rows_only: bool = False) -> T:
         """The store's transaction (``TransactionalStore._mutate``, next in the store's MRO), then the tenant cache
-        cleared, all under one hold of the store's (re-entrant) lock."""
+        cleared, all under one hold of the store's (re-entrant) lock. ROWS_ONLY: CHANGE only writes documents under
+        new rows and deletes others (a write, a delete; no meta update, no row reused), and the cache is told so
+        (``rows_changed``) instead, unless the change failed (a failed change may have left anything half done)."""
         with self._lock:
             try:
                 result: T = super()._mutate(change)  # type: ignore[misc]
-                return result
-            finally:
+            except BaseException:
                 self._tenant_rows.clear()
+                raise
+            if rows_only:
+                self._tenant_rows.rows_changed()
+            else:
+                self._tenant_rows.clear()
+            return result

@@ -240,7 +240,7 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
             index.add(list(accepted), texts, list(accepted.values()))
             return len(accepted), bool(accepted)
 
-        return self._mutate(change)
+        return self._mutate(change, rows_only=True)
 
     def delete_documents(self, document_ids: list[str]) -> None:
         """Delete documents by id; unknown ids are ignored. Deleted documents vanish from the next search."""
@@ -251,7 +251,7 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
             self._documents.drop(ids)
             return None, bool(deleted)
 
-        self._mutate(change)
+        self._mutate(change, rows_only=True)
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
         """Delete the documents matching ``filters``, all or none; returns how many."""
@@ -263,7 +263,7 @@ class BM25DocumentStore(BM25Searches, TransactionalStore, DocumentStoreAsyncTwin
             self._documents.drop(ids)
             return len(ids), bool(ids)
 
-        return self._mutate(change)
+        return self._mutate(change, rows_only=True)
 
     def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
         """

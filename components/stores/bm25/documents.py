@@ -13,6 +13,7 @@ from haystack.utils.filters import document_matches_filter
 
 from components.stores.bm25.document_table import DocumentTable, document_line
 from components.stores.bm25.index import IndexSnapshot
+from components.stores.bm25.segments import SearchableMain
 from components.stores.bm25.spill import DocumentSpill, SpillState
 
 _MASK_CACHE_SIZE = 32
@@ -120,7 +121,7 @@ class StoredDocuments:
         lines.update(zip(others, map(document_line, self.get(others), range(len(others))), strict=True))
         return [lines[doc_id] for doc_id in ids]
 
-    def filter_masks(self, snapshot: IndexSnapshot, filters: dict[str, Any]) -> Masks:
+    def filter_masks(self, snapshot: IndexSnapshot[SearchableMain], filters: dict[str, Any]) -> Masks:
         """Which live main rows and delta rows match ``filters``; cached per index version and filter."""
         key = (snapshot.version, json.dumps(filters, sort_keys=True, default=str))
         if key not in self._masks:

@@ -18,11 +18,12 @@ N; rankings within one query barely change. A freshly built index scores exactly
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from components.stores.bm25.matrix import SaveProgress, chunks, quiet
-from components.stores.bm25.segments import NO_HITS, BM25Params, DeltaSegment, Hits, MainSegment
+from components.stores.bm25.segments import NO_HITS, BM25Params, DeltaSegment, Hits, MainSegment, SearchableMain
 from components.stores.bm25.tokenizers import EncodedTexts
 
 # BM25Index.checkpoint(): main segment, vocabulary, alive mask, main rows by id, delta term ids, delta view,
@@ -41,15 +42,17 @@ IndexState = tuple[
 
 IdHits = tuple[list[str], list[float]]
 """One query's hits: document ids and their scores, best first."""
+M = TypeVar("M", bound=SearchableMain, covariant=True)
 
 
 @dataclass(frozen=True)
-class IndexSnapshot:
-    """A consistent, read-only view of the index for one search; later writes do not affect it."""
+class IndexSnapshot(Generic[M]):
+    """A consistent, read-only view of the index for one search; later writes do not affect it. Its main segment is
+    the index's (``MainSegment``), or what a search sees of it (``SearchableMain``: one tenant's rows)."""
 
     version: int
     vocab: dict[str, int]
-    main: MainSegment | None
+    main: M | None
     alive: np.ndarray  # the main segment's live rows; empty without a main segment
     delta: DeltaSegment | None
     deleted: bool = False  # whether any main row is deleted (``alive`` has a False), known without a scan
@@ -183,7 +186,7 @@ class BM25Index:
             self._delta = {}
             self._changed(delta=True)
 
-    def snapshot(self) -> IndexSnapshot:
+    def snapshot(self) -> IndexSnapshot[MainSegment]:
         """Bring the segments up to date (compaction or delta rebuild, if due) and return a view to search."""
         with self._lock:
             if self._compaction_due():

@@ -19,6 +19,7 @@ from components.checks import check_filters, check_queries, check_query, check_t
 from components.stores.async_twins import twin
 from components.stores.bm25.documents import StoredDocuments
 from components.stores.bm25.index import BM25Index, IdHits, IndexSnapshot
+from components.stores.bm25.segments import MainSegment, SearchableMain
 from components.stores.bm25.tenant_segments import BM25Tenants, Masks
 from components.stores.bm25.tokenizers import BM25Tokenizer
 from components.stores.hits import SharedHits, collector_paused, hit_documents
@@ -114,7 +115,9 @@ class BM25Searches(TenantCaching[BM25Tenants]):
         ends = list(itertools.accumulate(len(ids) for ids, _ in hits))
         return [(found[end - len(ids) : end], scores) for (ids, scores), end in zip(hits, ends, strict=True)]
 
-    def _filtered(self, snapshot: IndexSnapshot, filters: dict[str, Any] | None) -> tuple[IndexSnapshot, Masks]:
+    def _filtered(
+        self, snapshot: IndexSnapshot[MainSegment], filters: dict[str, Any] | None
+    ) -> tuple[IndexSnapshot[SearchableMain], Masks]:
         """What to search for FILTERS (under the lock): SNAPSHOT, or with a tenant filter and the numba backend the
         tenant's view of it (``BM25Tenants.view``), and the masks of the main and delta rows that match."""
         tenant = tenant_filter(filters)

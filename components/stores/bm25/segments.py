@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import bm25s
 import numpy as np
@@ -26,6 +27,22 @@ _FLOOR_MARGIN = 1e-6
 Hits = tuple[np.ndarray, np.ndarray]
 """Row numbers within a segment and their scores, best first."""
 NO_HITS: Hits = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+
+
+class SearchableMain(Protocol):
+    """What a search asks of the main segment of a snapshot (``IndexSnapshot``): a ``MainSegment``, or one tenant's
+    rows of it (``tenant_segments.TenantView``), numbered among those rows."""
+
+    @property
+    def ids(self) -> list[str]:
+        """The document id of each row."""
+
+    @property
+    def n_docs(self) -> int:
+        """Number of rows."""
+
+    def search(self, queries: list[list[int]], k: int, accept: np.ndarray | None, n_threads: int) -> list[Hits]:
+        """Top ``k`` rows for each query (term ids), best first; rows where ``accept`` is false never come back."""
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,16 @@ all the postings of its terms, masking the rows of other tenants at the end: bot
 
 With ``backend="numpy"`` (bm25s' scorer) only the masks come from the row lists; the scoring stays bm25s'.
 
-All of it is dropped at every change of the store, a write that reaches only the delta segment included: a write
-may also delete main rows (an overwrite) and a meta update changes values without changing a segment, so the main
-segment's rows are grouped again (a pass over its documents) at the first tenant search after a write.
+All of it is dropped at every other change of the store (a meta update changes values without changing a segment)
+and at a compaction. A write or a delete keeps it: the next tenant search drops the main rows deleted since (an
+overwrite deletes too) and groups the delta segment's rows again, which costs the delta (a small share), not the
+main segment's pass over its documents.
 """
 
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from haystack import Document
@@ -34,7 +35,7 @@ from haystack.utils.filters import document_matches_filter
 
 from components.stores.bm25.index import IndexSnapshot
 from components.stores.bm25.numba_search import NumbaScorer
-from components.stores.bm25.segments import NO_HITS, Hits, MainSegment
+from components.stores.bm25.segments import NO_HITS, Hits, MainSegment, SearchableMain
 from components.stores.tenants import TenantFilter, ValueRows, field_value
 
 PAGE = 10_000  # documents read at a time while grouping a segment's rows by value
@@ -96,7 +97,8 @@ class TenantMatrix:
 
 @dataclasses.dataclass(frozen=True)
 class TenantView:
-    """A main segment as one tenant sees it: its rows (ids in row order), searched through its ``TenantMatrix``."""
+    """A main segment as one tenant sees it (a ``SearchableMain``): its rows (ids in row order), searched through its
+    ``TenantMatrix``."""
 
     matrix: TenantMatrix
     ids: list[str]
@@ -105,10 +107,6 @@ class TenantView:
     @property
     def n_docs(self) -> int:
         return len(self.ids)
-
-    @property
-    def vocab_size(self) -> int:
-        return self.matrix.main.vocab_size
 
     def search(self, queries: list[list[int]], k: int, accept: np.ndarray | None, n_threads: int) -> list[Hits]:
         """Hits over the tenant's rows, numbered among them (what ``IndexSnapshot`` asks of its main segment)."""
@@ -124,16 +122,39 @@ class BM25Tenants:
         self._views: OrderedDict[tuple[str, Any], TenantView] = OrderedDict()
         self._held = 0  # bytes of the views in self._views (``_cost``)
         self._owner: tuple[object, object] = (None, None)
+        self._stale = False  # documents were written or deleted since the row lists were read (``rows_changed``)
 
     def clear(self) -> None:
-        """Forget everything, the segments it was built for included: the store changed (a write, a delete, a meta
-        update, a reload), and an old segment must not stay alive for this cache's sake."""
+        """Forget everything, the segments it was built for included: the store changed otherwise than by a write or
+        a delete (a meta update, a failed change, a reload), or compacted its index, and an old segment must not stay
+        alive for this cache's sake."""
         self._main, self._delta = OrderedDict(), OrderedDict()
         self._views.clear()
         self._held = 0
         self._owner = (None, None)
+        self._stale = False
 
-    def masks(self, snapshot: IndexSnapshot, documents_of: DocumentsOf, tenant: TenantFilter) -> Masks:
+    def rows_changed(self) -> None:
+        """Documents were written or deleted, nothing else changed: the main segment's row lists are brought up to
+        date at the next search (``_refresh``), not read again."""
+        self._stale = True
+
+    def _refresh(self, snapshot: IndexSnapshot[MainSegment]) -> None:
+        """Bring the row lists up to SNAPSHOT: those of a new main segment (a compaction) read again; of the same
+        one, its deleted rows dropped (a main row is never written again: a write goes to the delta); those of a
+        new delta segment read again (it is rebuilt, rows renumbered, at every change of it). Views of tenants whose
+        main rows did not change stay (``ValueRows.updated`` keeps their arrays)."""
+        if self._owner[0] is not snapshot.main:
+            self.clear()
+        elif self._stale:
+            for field, values in self._main.items():
+                self._main[field] = values.updated(snapshot.alive)
+        if self._owner[1] is not snapshot.delta:
+            self._delta = OrderedDict()
+        self._owner = (snapshot.main, snapshot.delta)
+        self._stale = False
+
+    def masks(self, snapshot: IndexSnapshot[MainSegment], documents_of: DocumentsOf, tenant: TenantFilter) -> Masks:
         """The generic path's masks (main rows, delta rows) for TENANT's filter, from the row lists."""
         main_rows, delta_rows = self._rows(snapshot, documents_of, tenant)
         main = None
@@ -143,8 +164,8 @@ class BM25Tenants:
         return main, self._delta_mask(snapshot, delta_rows)
 
     def view(
-        self, snapshot: IndexSnapshot, documents_of: DocumentsOf, tenant: TenantFilter
-    ) -> tuple[IndexSnapshot, np.ndarray | None, np.ndarray | None]:
+        self, snapshot: IndexSnapshot[MainSegment], documents_of: DocumentsOf, tenant: TenantFilter
+    ) -> tuple[IndexSnapshot[TenantView], np.ndarray | None, np.ndarray | None]:
         """SNAPSHOT as TENANT sees it (its main segment the tenant's live rows: ``TenantView``), with the masks of
         the rows (among those) and of the delta rows that also match the rest of the filter (None: all do)."""
         main_rows, delta_rows = self._rows(snapshot, documents_of, tenant)
@@ -154,16 +175,14 @@ class BM25Tenants:
         accept = None
         if len(main_rows) < len(tenant_rows):  # the rest of an AND dropped some of the tenant's rows
             accept = np.isin(tenant_rows, main_rows, assume_unique=True)
-        seen = dataclasses.replace(snapshot, main=cast(MainSegment, view), alive=view.alive, deleted=False)
+        seen = IndexSnapshot(snapshot.version, snapshot.vocab, view, view.alive, snapshot.delta, deleted=False)
         return seen, accept, self._delta_mask(snapshot, delta_rows)
 
     def _rows(
-        self, snapshot: IndexSnapshot, documents_of: DocumentsOf, tenant: TenantFilter
+        self, snapshot: IndexSnapshot[MainSegment], documents_of: DocumentsOf, tenant: TenantFilter
     ) -> tuple[np.ndarray, np.ndarray]:
         """The main and delta rows matching TENANT's whole filter (ascending)."""
-        if self._owner[0] is not snapshot.main or self._owner[1] is not snapshot.delta:
-            self.clear()
-            self._owner = (snapshot.main, snapshot.delta)
+        self._refresh(snapshot)
         found = []
         for segment, kept, live in (
             (snapshot.main, self._main, snapshot.alive),
@@ -182,7 +201,7 @@ class BM25Tenants:
         return found[0], found[1]
 
     @staticmethod
-    def _delta_mask(snapshot: IndexSnapshot, rows: np.ndarray) -> np.ndarray | None:
+    def _delta_mask(snapshot: IndexSnapshot[SearchableMain], rows: np.ndarray) -> np.ndarray | None:
         if snapshot.delta is None:
             return None
         mask = np.zeros(len(snapshot.delta.ids), dtype=bool)

@@ -201,7 +201,7 @@ class FAISSDocumentStore(
             written = self._write(documents, texts, vectors, vector_of, policy)
             return written, written > 0
 
-        return self._mutate(change)
+        return self._mutate(change, rows_only=True)
 
     def delete_documents(self, document_ids: list[str]) -> None:
         """Delete documents by id from SQLite and FAISS, all or none; unknown ids are ignored."""
@@ -212,7 +212,7 @@ class FAISSDocumentStore(
             self._delete_rows(rows)
             return None, bool(rows)
 
-        self._mutate(change)
+        self._mutate(change, rows_only=True)
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
         """Delete the documents matching ``filters``, all or none; returns how many."""
@@ -223,7 +223,7 @@ class FAISSDocumentStore(
             self._delete_rows(rows)
             return len(rows), bool(rows)
 
-        return self._mutate(change)
+        return self._mutate(change, rows_only=True)
 
     def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
         """Merge ``meta`` into the meta of the documents matching ``filters``, all or none; returns how many."""
@@ -248,11 +248,12 @@ class FAISSDocumentStore(
 
         self._mutate(change)
 
-    def _mutate(self, change: Callable[[], tuple[T, bool]]) -> T:
-        """Withdraw the table from readers of its generation (it is about to change), then run the transaction."""
+    def _mutate(self, change: Callable[[], tuple[T, bool]], rows_only: bool = False) -> T:
+        """Withdraw the table from readers of its generation (it is about to change), then run the transaction
+        (ROWS_ONLY: ``TenantCaching._mutate``)."""
         with self._lock:
             unshare(self._ready())
-            return super()._mutate(change)
+            return super()._mutate(change, rows_only)
 
     def _ready(self) -> SQLiteDocumentTable:
         """The document table, loading the saved store on first use."""

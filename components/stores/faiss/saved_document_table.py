@@ -35,7 +35,7 @@ from haystack.utils.filters import document_matches_filter
 
 from components.stores.document_checks import encode_document
 from components.stores.faiss.saved_files import check_rows
-from components.stores.faiss.sqlite_document_table import BATCH, IN_INDEX, SQLiteDocumentTable, decoded
+from components.stores.faiss.sqlite_document_table import BATCH, IN_INDEX, JsonValue, SQLiteDocumentTable, decoded
 from components.stores.hits import SharedHits, derived
 from components.stores.recent_documents import RecentDocuments
 
@@ -175,7 +175,7 @@ class SavedDocumentTable(SQLiteDocumentTable):
         with self._lock:
             for start in range(0, len(rows), PAGE):
                 page = rows[start : start + PAGE]
-                bases = self._read(page)
+                bases = self.decoded_rows(page)
                 merged = {row: derived(bases[row], meta={**bases[row].meta, **meta}) for row in page}
                 texts = [(encode_document(document, row), row) for row, document in merged.items()]
                 self._change("UPDATE documents SET document = ? WHERE row = ?", texts)
@@ -203,6 +203,11 @@ class SavedDocumentTable(SQLiteDocumentTable):
         with self._lock:
             return super()._blobs(rows)
 
+    def json_values(self, path: str, after: int = -1) -> list[JsonValue]:
+        """``SQLiteDocumentTable.json_values``, read under the lock (the BM25 store of a hybrid index reads too)."""
+        with self._lock:
+            return super().json_values(path, after)
+
     def save_to(self, path: Path) -> None:
         """Copy the whole table into a new SQLite file at ``path``."""
         with self._lock:
@@ -215,12 +220,13 @@ class SavedDocumentTable(SQLiteDocumentTable):
         with self._lock:  # read and remembered as one step: a change in between would leave an old version kept
             kept = zip(wanted, self._recent.get_many(wanted), strict=True)
             found = {row: doc for row, doc in kept if doc is not None}
-            read = self._read([row for row in wanted if row not in found])
+            read = self.decoded_rows([row for row in wanted if row not in found])
             self._recent.remember(read)
         return found | read
 
-    def _read(self, rows: list[int]) -> dict[int, Document]:
-        """The Documents of the stored ``rows``, decoded from the file (one query per ``BATCH``), by row."""
+    def decoded_rows(self, rows: list[int]) -> dict[int, Document]:
+        """The Documents of the stored ``rows``, decoded from the file (one query per ``BATCH``, under the lock), by
+        row, and kept nowhere (``_bases`` keeps what it reads)."""
         read: dict[int, Document] = {}
         for chunk in _chunks(rows):
             query = f"SELECT row, document FROM documents WHERE row IN ({_marks(chunk)})"

@@ -41,6 +41,14 @@ BATCH = 900  # rows per "IN (...)" statement, under SQLite's host-parameter limi
 IN_INDEX = b""  # the embedding blob of a row whose exact vector is the FAISS index's (an exact Flat index)
 VectorSource = Callable[[np.ndarray], np.ndarray]
 """The exact float32 vectors of rows (int64) that the FAISS index holds, as a (len(rows), dim) matrix."""
+JsonValue = tuple[int, str | None, str | None]
+"""A row, and SQLite's ``json_type`` and JSON text of one value in its stored document (``json_values``)."""
+# `document -> path` is the value's JSON text (SQLite 3.38+), `json_type` its kind ('text' for a string).
+_VALUES = "SELECT row, json_type(document, ?1), document -> ?1 FROM documents WHERE embedding IS NOT NULL AND row > ?2"
+_CHECKED_VALUES = (
+    "SELECT row, CASE WHEN json_valid(document) THEN json_type(document, ?1) ELSE '?' END,"
+    " CASE WHEN json_valid(document) THEN document -> ?1 END FROM documents WHERE embedding IS NOT NULL AND row > ?2"
+)
 
 
 def decoded(text: str) -> Document:
@@ -154,6 +162,41 @@ class SQLiteDocumentTable:
             with self._db:
                 self._db.execute("UPDATE documents SET document = ? WHERE row = ?", (text, row))
             self._cache(row, base.id, text, row in self._embedded)
+
+    def json_values(self, path: str, after: int = -1) -> list[JsonValue]:
+        """The value at PATH (a SQLite JSON path: ``$."meta"."tenant"``) in the stored document of every row above
+        AFTER holding an embedding, as (row, type, JSON text), in one SQL pass with no document decoded: what a
+        tenant filter groups rows by (``tenant_rows``; AFTER: the rows it holds already). The type is SQLite's
+        ``json_type`` (``'text'`` for a string), None where the document has no such key, ``'?'`` for a document
+        SQLite's JSON cannot read (one holding NaN).
+
+        :raises DocumentStoreError: the table cannot be read (naming SQLite's reason).
+        """
+        try:
+            try:
+                found: list[JsonValue] = self._db.execute(_VALUES, (path, after)).fetchall()
+            except sqlite3.OperationalError:  # a document SQLite's JSON cannot read (NaN): each one checked first
+                found = self._db.execute(_CHECKED_VALUES, (path, after)).fetchall()
+        except sqlite3.Error as exc:
+            raise DocumentStoreError(f"corrupted document table ({exc})") from exc
+        return found
+
+    def decoded_rows(self, rows: list[int]) -> dict[int, Document]:
+        """The Documents of the stored ROWS decoded from their stored JSON (one query per ``BATCH``), by row, and kept
+        nowhere: a pass over many documents (a tenant filter reading values ``json_values`` cannot give as Python
+        reads them) costs no memory beyond its own.
+
+        :raises DocumentStoreError: the table cannot be read (naming SQLite's reason), or a row is not a document.
+        """
+        found: dict[int, Document] = {}
+        try:
+            for start in range(0, len(rows), BATCH):
+                chunk = rows[start : start + BATCH]
+                query = f"SELECT row, document FROM documents WHERE row IN ({','.join('?' * len(chunk))})"
+                found.update((row, decoded(text)) for row, text in self._db.execute(query, chunk))
+        except sqlite3.Error as exc:
+            raise DocumentStoreError(f"corrupted document table ({exc})") from exc
+        return found
 
     def filter_rows(self, filters: dict[str, Any] | None) -> list[int]:
         """Rows of the documents matching Haystack ``filters`` (all rows when empty), in insertion order."""

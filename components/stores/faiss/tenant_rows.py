@@ -7,47 +7,36 @@ whole corpus, whatever the tenant's share. Here
 - the rows of each value of a field come from one SQL pass over the document table (the field's JSON text,
   ``document -> path``, read by Python's JSON: SQLite's ``json_extract`` would cut a string at its first NUL and
   file ``"acme\x00evil"`` under ``"acme"``; no document decoded except the few whose value is not a string or
-  null), kept until the store changes;
-- for an exact Flat index (``holds_exact_flat``), the tenant's vectors are copied once into a Flat index of their
-  own, kept while all the copies hold no more vectors than the budget (a quarter of the store's vectors, and at
-  least ``MIN_BUDGET``; least recently used dropped first), and searched whole (or, for the rest of an ``AND``, with
-  a selector of the rows that pass it): a search costs the tenant's share of the corpus. A tenant larger than the
-  budget is searched in the store's index with a selector of its rows (``flat_search`` answers None): copying its
-  vectors at every search would cost more than that scan. FAISS scores a vector with the same arithmetic with or
-  without a selector, so the scores are the generic path's to the bit (``tests/components/stores/
-  test_tenant_filters.py`` compares both, on both sides of FAISS's switch to BLAS at 20 queries);
+  null), kept until the store changes (after a write or a delete, brought up to date instead: ``_refresh``);
+- for an exact Flat index (``FAISSVectorIndex.holds_exact_flat``), the tenant's vectors are copied once into a Flat
+  index of their own, kept while all the copies hold no more vectors than the budget (a quarter of the store's
+  vectors, and at least ``MIN_BUDGET``; least recently used dropped first), and searched whole (or, for the rest
+  of an ``AND``, with a selector of the rows that pass it): a search costs the tenant's share of the corpus. A
+  tenant larger than the budget is searched in the store's index with a selector of its rows (``flat_search``
+  answers None): copying its vectors at every search would cost more than that scan. FAISS scores a vector with
+  the same arithmetic with or without a selector, so the scores are the generic path's to the bit
+  (``tests/components/stores/test_tenant_filters.py`` compares both, on both sides of FAISS's switch to BLAS at
+  20 queries);
 - for other index types (HNSW, IVF, PQ: approximate, where a smaller index would give other answers) the generic
   FAISS call runs, with the tenant's rows as candidates: the corpus scan of the filter is what is saved.
 """
 
 import json
-import sqlite3
 from collections import OrderedDict
-from contextlib import nullcontext
 from typing import Any
 
 import faiss
 import numpy as np
-from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils.filters import document_matches_filter
 
-from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded
+from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable
 from components.stores.faiss.vector_index import FAISSVectorIndex, prepare
 from components.stores.tenants import TenantFilter, ValueRows, field_value
 
 MIN_BUDGET = 10_000
 """Vectors the Flat indexes of tenants may hold together: a quarter of the store's vectors, and at least this many."""
 _FIELDS = 8  # fields whose rows per value are kept at once (the least recently used dropped first)
-
-
-def holds_exact_flat(vectors: FAISSVectorIndex, metric: str) -> bool:
-    """Whether VECTORS is an exact Flat index of METRIC's kind under its id map: a tenant's own Flat index then
-    answers as it does. ``faiss.index_factory("Flat")`` makes the base ``IndexFlat`` (a store built in this
-    process), a reloaded file an ``IndexFlatIP``/``IndexFlatL2`` (``holds_flat``): all are ``IndexFlat``."""
-    index = vectors._index  # FAISSVectorIndex names no public accessor for its index (vector_index.py is not ours)
-    inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap2) else None
-    wanted = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
-    return isinstance(inner, faiss.IndexFlat) and inner.metric_type == wanted
+_AS_READ = ("text", "null", None)  # JSON types read without decoding the document (None: no such key)
 
 
 def json_path(field: str) -> str:
@@ -55,24 +44,21 @@ def json_path(field: str) -> str:
     return "$" + "".join(f'."{key}"' for key in field.split("."))
 
 
-def meta_values(table: SQLiteDocumentTable, field: str) -> ValueRows:
-    """The embedded rows of TABLE grouped by the value of FIELD, read in one SQL pass: a string value from its JSON
-    text (``_string``), any other (a number, a boolean, a list) from the decoded document, as Haystack reads it.
+def meta_values(table: SQLiteDocumentTable, field: str, after: int = -1) -> list[tuple[int, Any]]:
+    """(row, value of FIELD) for the embedded rows of TABLE above AFTER, read in one SQL pass (``json_values``): a
+    string value from its JSON text (``_string``), any other (a number, a boolean, a list) from the decoded
+    document, as Haystack reads it.
 
     :raises DocumentStoreError: the table cannot be read (naming SQLite's reason).
     """
-    # The table's own connection and lock (a saved table is read from other threads too): one query, no copy.
-    with getattr(table, "_lock", None) or nullcontext():
-        try:
-            try:
-                found = table._db.execute(_VALUES, (json_path(field),)).fetchall()
-            except sqlite3.OperationalError:  # a document SQLite's JSON cannot read (NaN): each one checked first
-                found = table._db.execute(_CHECKED_VALUES, (json_path(field),)).fetchall()
-            pairs = [(row, _string(text) if kind == "text" else None) for row, kind, text in found if kind in _AS_READ]
-            pairs += _decoded_values(table, [row for row, kind, _ in found if kind not in _AS_READ], field)
-        except sqlite3.Error as exc:
-            raise DocumentStoreError(f"corrupted document table ({exc})") from exc
-    return ValueRows(pairs)
+    found = table.json_values(json_path(field), after)
+    pairs = [
+        (row, _string(text) if kind == "text" and text is not None else None)
+        for row, kind, text in found
+        if kind in _AS_READ
+    ]
+    pairs += _decoded_values(table, [row for row, kind, _ in found if kind not in _AS_READ], field)
+    return pairs
 
 
 def _string(text: str) -> str:
@@ -82,23 +68,14 @@ def _string(text: str) -> str:
     return value
 
 
-# `document -> path` is the value's JSON text (SQLite 3.38+), `json_type` its kind ('text' for a string).
-_VALUES = "SELECT row, json_type(document, ?1), document -> ?1 FROM documents WHERE embedding IS NOT NULL"
-_CHECKED_VALUES = (
-    "SELECT row, CASE WHEN json_valid(document) THEN json_type(document, ?1) ELSE '?' END,"
-    " CASE WHEN json_valid(document) THEN document -> ?1 END FROM documents WHERE embedding IS NOT NULL"
-)
-_AS_READ = ("text", "null", None)  # JSON types read here without decoding the document (None: no such key)
-
-
 def _decoded_values(table: SQLiteDocumentTable, rows: list[int], field: str) -> list[tuple[int, Any]]:
     """(row, value of FIELD) for ROWS, read from their decoded documents (values SQLite's JSON does not give as
-    Python does: numbers, booleans, lists, and documents holding NaN, which only Python's JSON reads)."""
+    Python does: numbers, booleans, lists, and documents holding NaN, which only Python's JSON reads), ``BATCH`` at
+    a time: only one batch of decoded documents is held at once."""
     pairs = []
     for start in range(0, len(rows), BATCH):
-        chunk = rows[start : start + BATCH]
-        query = f"SELECT row, document FROM documents WHERE row IN ({','.join('?' * len(chunk))})"
-        pairs += [(row, field_value(decoded(text), field)) for row, text in table._db.execute(query, chunk)]
+        documents = table.decoded_rows(rows[start : start + BATCH])
+        pairs += [(row, field_value(document, field)) for row, document in documents.items()]
     return pairs
 
 
@@ -110,16 +87,38 @@ class FAISSTenants:
         self._flats: OrderedDict[tuple[str, Any], tuple[np.ndarray, faiss.IndexFlat]] = OrderedDict()
         self._held = 0  # vectors in self._flats
         self._owner: tuple[object, object] = (None, None)
-        self._exact: bool | None = None  # holds_exact_flat of the owner's index, once asked
+        self._exact: bool | None = None  # whether the owner's index holds_exact_flat, once asked
+        self._stale = False  # documents were written or deleted since self._fields were read (``rows_changed``)
 
     def clear(self) -> None:
-        """Forget everything, the index and table it was built for included: the store changed (a write, a delete,
-        a meta update, a reload), and an old index must not stay alive for this cache's sake."""
+        """Forget everything, the index and table it was built for included: the store changed otherwise than by a
+        write or a delete (a meta update, a failed change, a reload), or holds another table or index, and an old
+        index must not stay alive for this cache's sake."""
         self._fields.clear()
         self._flats.clear()
         self._held = 0
         self._owner = (None, None)
         self._exact = None
+        self._stale = False
+
+    def rows_changed(self) -> None:
+        """Documents were written under new rows or deleted, nothing else changed: the row lists are brought up to
+        date at the next search (``_refresh``), not read again."""
+        self._stale = True
+
+    def _refresh(self, table: SQLiteDocumentTable) -> None:
+        """Bring the kept row lists up to TABLE's rows after writes and deletes: deleted rows dropped, and the
+        values of the rows written since read in one SQL pass over those rows alone. A row is never reused
+        (``RowWrites``: ``_next_row`` counts up), so the rows above a list's ``high`` are exactly the new ones.
+        The Flat indexes of tenants whose rows did not change stay (``ValueRows.updated`` keeps their arrays)."""
+        self._stale = False
+        if not self._fields:
+            return
+        rows = table.embedded_rows()
+        alive = np.zeros(max(values.high for values in self._fields.values()) + 1, dtype=bool)
+        alive[rows[rows < len(alive)]] = True
+        for field, values in self._fields.items():
+            self._fields[field] = values.updated(alive, meta_values(table, field, values.high))
 
     def _own(self, table: SQLiteDocumentTable, vectors: FAISSVectorIndex | None) -> None:
         """Forget what was built for another table or index object than TABLE and VECTORS."""
@@ -132,9 +131,11 @@ class FAISSTenants:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The tenant's embedded rows (ascending, int64), and those of them that match the whole filter."""
         self._own(table, vectors)
+        if self._stale:
+            self._refresh(table)
         values = self._fields.get(tenant.field)
         if values is None:
-            values = self._fields[tenant.field] = meta_values(table, tenant.field)
+            values = self._fields[tenant.field] = ValueRows(meta_values(table, tenant.field))
             if len(self._fields) > _FIELDS:
                 self._fields.popitem(last=False)
         self._fields.move_to_end(tenant.field)
@@ -145,11 +146,11 @@ class FAISSTenants:
         keep = [document_matches_filter(tenant.rest, document) for document in documents]
         return rows, rows[np.asarray(keep, dtype=bool)]
 
-    def exact_flat(self, vectors: FAISSVectorIndex, metric: str) -> bool:
-        """``holds_exact_flat(VECTORS, METRIC)``, asked once per index (``candidates`` first made VECTORS the
-        owner): a few microseconds saved on every search."""
+    def exact_flat(self, vectors: FAISSVectorIndex) -> bool:
+        """``VECTORS.holds_exact_flat()``, asked once per index (``candidates`` first made VECTORS the owner): a few
+        microseconds saved on every search."""
         if self._exact is None:
-            self._exact = holds_exact_flat(vectors, metric)
+            self._exact = vectors.holds_exact_flat()
         return self._exact
 
     def flat_search(

@@ -31,6 +31,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from components.stores.crash_safe_generations import verified
 from components.stores.faiss.capacity import reserve_codes
+from components.stores.faiss.index_probes import can_remove, gpus_available, hnsw_of, ivf_ids
 from components.stores.faiss.saved_files import (
     check_index,
     check_rows,
@@ -98,10 +99,10 @@ class FAISSVectorIndex:
         self._tombstones: set[int] = set(tombstones.tolist())
         self._tombstone_selector: tuple[faiss.IDSelector, ...] | None = None
         self._ivf = faiss.try_extract_index_ivf(index)
-        self._hnsw = _hnsw_of(index)
-        self._removable = _can_remove(index)
+        self._hnsw = hnsw_of(index)
+        self._removable = can_remove(index)
         self._takes_selector = True  # until FAISS refuses search parameters for this index type
-        self._use_gpu = use_gpu and _gpus_available()
+        self._use_gpu = use_gpu and gpus_available()
         self._gpu_index: faiss.Index | None = None
 
     @property
@@ -238,13 +239,22 @@ class FAISSVectorIndex:
         """The rows the index holds a vector of (tombstoned ones included), ascending, as int64."""
         if isinstance(self._index, faiss.IndexIDMap2):
             return np.sort(faiss.vector_to_array(self._index.id_map))
-        return np.sort(_ivf_ids(self._ivf)) if self._ivf is not None else np.empty(0, np.int64)
+        return np.sort(ivf_ids(self._ivf)) if self._ivf is not None else np.empty(0, np.int64)
 
     def holds_flat(self) -> bool:
         """Whether the index is a Flat index under an id map (IP or L2): one that gives back each vector exactly, as
         the rows a document table stores ``IN_INDEX`` need (a tampered file may hold any index under the map)."""
         inner = faiss.downcast_index(self._index.index) if isinstance(self._index, faiss.IndexIDMap2) else None
         return isinstance(inner, faiss.IndexFlatIP | faiss.IndexFlatL2)
+
+    def holds_exact_flat(self) -> bool:
+        """Whether the index is an exact Flat index of its metric's kind under an id map: a Flat index of some of its
+        vectors (a tenant's: ``tenant_rows``) then scores them as this one does with a selector of their rows.
+        ``faiss.index_factory("Flat")`` makes the base ``IndexFlat`` (a store built in this process), a reloaded file
+        an ``IndexFlatIP``/``IndexFlatL2`` (``holds_flat``): all are ``IndexFlat``."""
+        inner = faiss.downcast_index(self._index.index) if isinstance(self._index, faiss.IndexIDMap2) else None
+        wanted = faiss.METRIC_L2 if self.metric == "l2" else faiss.METRIC_INNER_PRODUCT
+        return isinstance(inner, faiss.IndexFlat) and inner.metric_type == wanted
 
     def reconstruct(self, rows: np.ndarray) -> np.ndarray:
         """The vectors stored under ROWS (int64, each in the index), as a float32 (len(rows), dim) matrix.
@@ -281,46 +291,8 @@ class FAISSVectorIndex:
         check_index(index, path, metric, manifest)
         ivf = faiss.try_extract_index_ivf(index)
         if ivf is not None:
-            check_rows(_ivf_ids(ivf), path, manifest["next_row"], "ids")
+            check_rows(ivf_ids(ivf), path, manifest["next_row"], "ids")
         tombstones = load_tombstones(verified(directory, manifest, TOMBSTONES_FILE), manifest, index.ntotal)
         for name, value in (params or {}).items():
             faiss.ParameterSpace().set_index_parameter(index, name, value)
         return cls(index, metric, chunk_size, use_gpu, tombstones)
-
-
-def _hnsw_of(index: faiss.Index) -> faiss.IndexHNSW | None:
-    inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap2) else index
-    return inner if isinstance(inner, faiss.IndexHNSW) else None
-
-
-def _ivf_ids(ivf: faiss.IndexIVF) -> np.ndarray:
-    """Every id an IVF index holds, list by list (IVF keeps its ids in its inverted lists, not in an id map)."""
-    lists = ivf.invlists
-    if lists is None:
-        return np.empty(0, np.int64)
-    found = []
-    for number in range(ivf.nlist):
-        size = lists.list_size(number)
-        if size:
-            ids = lists.get_ids(number)
-            found.append(faiss.rev_swig_ptr(ids, size).copy())
-            lists.release_ids(number, ids)  # type: ignore[attr-defined]  # faiss stubs lack release_ids
-    return np.concatenate(found) if found else np.empty(0, np.int64)
-
-
-def _can_remove(index: faiss.Index) -> bool:
-    """Whether FAISS can delete from this index type (probed with an empty delete)."""
-    try:
-        index.remove_ids(faiss.IDSelectorBatch(np.empty(0, dtype=np.int64)))
-    except RuntimeError:
-        return False
-    return True
-
-
-def _gpus_available() -> bool:
-    """True when faiss was built with GPU support and sees a GPU; logs a warning (CPU fallback) otherwise."""
-    count = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
-    if count > 0 and hasattr(faiss, "GpuMultipleClonerOptions"):
-        return True
-    logger.warning("index_use_gpu=True but faiss sees no GPU (faiss-gpu not installed or no device); using the CPU")
-    return False
