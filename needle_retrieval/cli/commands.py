@@ -16,7 +16,7 @@
                 [--fusion FILE|default] [--latency-queries N]
     needle tune DATASET_DIR [--split train] [--model M] [--index-dir DIR] [--json FILE] [--out FILE | --reset]
                 (fit the hybrid fusion and install it, write it to FILE only, or undo it)
-    needle serve DIR [--host H] [--port P] [--reranker MODEL_DIR] [--fusion FILE|default]
+    needle serve DIR [--host H] [--port P] [--reranker MODEL_DIR] [--fusion FILE|default] [--tenant T]
                 (POST /<mode>_search/run, /mcp, /search, /rerank)
     needle mcp [--config parameter.yaml]   (UltraRAG's retriever MCP tools on stdio, index-building tools included)
     needle pipelines list [--json] | show NAME   (the YAML pipelines the package ships, to read, edit and load)
@@ -233,6 +233,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         fusion=args.fusion,
         trust=trust_of(args),
         ultrarag_mode=args.ultrarag_mode,
+        tenant=args.tenant,
     )
 
 

@@ -187,6 +187,14 @@ def parser() -> argparse.ArgumentParser:
         "one the index serves (hybrid and rrf fuse dense with its learned sparse part when it has one, else BM25; "
         "default: its dense part, as UltraRAG's retriever_search is dense; else BM25, or the sparse part alone)",
     )
+    sv.add_argument(
+        "--tenant",
+        type=tenant_flag,
+        metavar="T",
+        help="serve tenant T only: every route and MCP tool searches only the documents whose recorded tenant field "
+        "(`needle index --tenant-field`, or a Milvus index's --partition-key) holds T, and a request naming another "
+        'tenant is refused (403); default: every document, or the tenant a request\'s "tenant" names',
+    )
     add_fusion_flag(sv, "server")
     add_trust_flags(sv)
 

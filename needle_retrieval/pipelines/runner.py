@@ -34,19 +34,33 @@ class SearchRunner:
         self.warm = warm
         self.wrap_errors = wrap_errors
         graph = pipeline.graph
+        # The retrievers: components with a document store and a run-time `filters` input (a request's tenant).
+        self.filter_targets = tuple(
+            name
+            for name, component in pipeline.walk()
+            if getattr(component, "document_store", None) is not None
+            and "filters" in graph.nodes[name]["input_sockets"]
+        )
         # Output sockets that feed another component: Pipeline.run leaves them out of its answer.
         self._consumed = {
             name: {edge["from_socket"].name for _, _, edge in graph.out_edges(name, data=True)} for name in graph.nodes
         }
 
-    def run(self, query: str | list[str], top_k: int | None = None, instruction: str | None = None) -> Outputs:
-        """Feed one query (or a batch pipeline's list) by the plan's rule and run the pipeline.
+    def run(
+        self,
+        query: str | list[str],
+        top_k: int | None = None,
+        instruction: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> Outputs:
+        """Feed one query (or a batch pipeline's list) by the plan's rule and run the pipeline; FILTERS (a request's
+        tenant, ``needle_retrieval.search.inputs.tenant_filters``) go to every retriever for this run (None: none).
 
         :returns: What ``Pipeline.run(feed, include_outputs_from={answering})`` returns: every output no other
             component consumed, by component, and all of the answering component's.
         """
         answering = self.plan.answering
-        outputs = self._outputs(query, top_k, instruction)
+        outputs = self._outputs(query, top_k, instruction, filters=filters)
         if self.direct is None:
             return outputs  # Pipeline.run's answer already
         answer: Outputs = {}
@@ -57,10 +71,14 @@ class SearchRunner:
         return answer
 
     def documents(
-        self, query: str | list[str], top_k: int | None = None, instruction: str | None = None
+        self,
+        query: str | list[str],
+        top_k: int | None = None,
+        instruction: str | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> list[Document] | list[list[Document]]:
         """The answering component's documents for ``run``'s arguments: one list, or one per query of a batch."""
-        outputs = self._outputs(query, top_k, instruction)  # no answer shaping: only the documents are wanted
+        outputs = self._outputs(query, top_k, instruction, filters=filters)  # no answer shaping: documents only
         documents: list[Document] | list[list[Document]] = outputs[self.plan.answering][self.plan.answer_socket]
         return documents
 
@@ -72,11 +90,19 @@ class SearchRunner:
         return self._outputs(query, None, instruction, also)
 
     def _outputs(
-        self, query: str | list[str], top_k: int | None, instruction: str | None, also: frozenset[str] = frozenset()
+        self,
+        query: str | list[str],
+        top_k: int | None,
+        instruction: str | None,
+        also: frozenset[str] = frozenset(),
+        filters: dict[str, Any] | None = None,
     ) -> Outputs:
         """Run the fed pipeline: every component's outputs on the direct path, ``Pipeline.run``'s answer (the
         answering component's outputs and ALSO's included) otherwise."""
         feed = self.plan.feed(query, top_k, instruction)
+        if filters is not None:
+            for name in self.filter_targets:
+                feed.setdefault(name, {})["filters"] = filters
         if self.direct is None:
             result: Outputs = self.pipeline.run(feed, include_outputs_from={self.plan.answering, *also})
             return result

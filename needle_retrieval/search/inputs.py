@@ -99,15 +99,16 @@ def tenant_field_of(manifest: "IndexManifest") -> str | None:
     return f"meta.{key}" if isinstance(key, str) else None
 
 
-def tenant_filters(manifest: "IndexManifest", tenant: str, index_dir: Path) -> dict[str, Any]:
+def tenant_filters(manifest: "IndexManifest", tenant: str, index_dir: Path, given: str = "--tenant") -> dict[str, Any]:
     """The Haystack filter that keeps TENANT's documents of the index of MANIFEST (at INDEX_DIR).
 
+    :param given: What named the tenant, for the error (a flag, or a served request's field ``tenant``).
     :raises NeedleError: The index records no tenant field, saying how to build one that does.
     """
     field = tenant_field_of(manifest)
     if field is None:
         raise NeedleError(
-            f"--tenant: index {index_dir} records no tenant field; rebuild it with `needle index CORPUS --out "
+            f"{given}: index {index_dir} records no tenant field; rebuild it with `needle index CORPUS --out "
             f"{index_dir} --tenant-field meta.KEY` (with --store milvus: --partition-key KEY)"
         )
     return {"field": field, "operator": "==", "value": tenant}

@@ -1,8 +1,9 @@
 """The HTTP app of `needle serve`: query endpoints only, bounded input, and a 4xx with a message for bad input.
 
-Routes: ``POST /<name>/run`` (``{"query": ..., "top_k"?: ..., "query_instruction"?: ...}`` -> ``{"result": ...}``, as
-Hayhooks answers YAML pipelines; an instruction replaces the index's, ``""`` for none, by the rule of
-``needle_retrieval.pipelines.feed``), MCP (streamable HTTP) at ``/mcp`` with UltraRAG's tools and needle's
+Routes: ``POST /<name>/run`` (``{"query": ..., "top_k"?: ..., "query_instruction"?: ..., "tenant"?: ...}`` ->
+``{"result": ...}``, as Hayhooks answers YAML pipelines; an instruction replaces the index's, ``""`` for none, by the
+rule of ``needle_retrieval.pipelines.feed``; a tenant keeps the search to its documents,
+``needle_retrieval.serve.run.request_filters``), MCP (streamable HTTP) at ``/mcp`` with UltraRAG's tools and needle's
 (``needle_retrieval.serve.mcp``), UltraRAG's ``POST /search`` (``needle_retrieval.serve.ultrarag``), TEI's ``POST
 /rerank``, ``GET /info`` and ``GET /health`` and the Cohere-style ``POST /v1/rerank`` with ``--reranker``
 (``needle_retrieval.serve.rerank``), Hayhooks' ``GET /status`` and ``GET /status/{name}``, and FastAPI's
@@ -47,7 +48,9 @@ from needle_retrieval.serve.run import (
     SearchRequest,
     check_request_instruction,
     check_request_query,
+    request_filters,
     run_search,
+    tenant_body,
 )
 from needle_retrieval.serve.ultrarag import UltraRAGSearch, ultrarag_route
 
@@ -69,15 +72,20 @@ class AsciiJSONResponse(JSONResponse):
         return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
-def run_route(app: FastAPI, name: str, runner: SearchRunner) -> None:
-    """Add ``POST /<name>/run``: check the query, run the pipeline in the search pool, map errors to 4xx/500."""
+def run_route(
+    app: FastAPI, name: str, runner: SearchRunner, served: ServedPipelines, body: type[SearchRequest]
+) -> None:
+    """Add ``POST /<name>/run`` taking BODY: check the query, run the pipeline in the search pool (on the request's
+    tenant's documents when it names one, among those SERVED answers for), map errors to 4xx/500."""
 
     async def run(request: SearchRequest) -> SearchResponse:
         check_request_query(request.query)
         check_request_instruction(request.query_instruction)
-        found = await run_search(name, runner, request.query, request.top_k, request.query_instruction)
+        filters = request_filters(request.tenant, served.manifest, served.index_dir, served.tenant)
+        found = await run_search(name, runner, request.query, request.top_k, request.query_instruction, filters)
         return SearchResponse(result=found)
 
+    run.__annotations__["request"] = body  # FastAPI reads the body's schema from it (``tenant_body``)
     app.add_api_route(
         f"/{name}/run",
         run,
@@ -87,7 +95,7 @@ def run_route(app: FastAPI, name: str, runner: SearchRunner) -> None:
         response_model=SearchResponse,
         tags=["pipelines"],
         summary=f"Search with the {name} pipeline",
-        responses=error_responses(BODY_ERRORS),
+        responses=error_responses({**BODY_ERRORS, 403: "the request names a tenant this server does not answer for"}),
     )
 
 
@@ -217,11 +225,12 @@ def create_search_app(
     app.state.durable_store = "memory"
     app.state.monitoring_enabled = False
     status_routes(app)
+    body = tenant_body(SearchRequest, served.takes_tenant)
     for name, runner in served.runners.items():
-        run_route(app, name, runner)
+        run_route(app, name, runner, served, body)
     app.router.routes.extend(mcp_routes)
     if ultrarag is not None:
-        ultrarag_route(app, ultrarag)
+        ultrarag_route(app, ultrarag, served)
     if reranker is not None:
         rerank_route(app, reranker)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)

@@ -14,6 +14,10 @@ The normal path only compares list lengths with ``min(top_k, documents)``. The f
 stores scan their documents once for it) and keeps them for the next ones; only a larger ``top_k`` reads again. An
 index whose documents carry no ``corpus_line`` keeps its lists short.
 
+A search for one tenant (`needle serve --tenant`, or a request's ``tenant``) is filled from that tenant's first
+documents only (``scope``: the tenant's filter), never another tenant's: its first ``top_k`` documents are read from
+the first ``top_k`` corpus lines, then twice as many, ..., up to every line of the index (then all of its documents).
+
 Nothing heavy is imported here: ``needle mcp`` lists its tools before the model libraries load.
 """
 
@@ -40,13 +44,14 @@ class CorpusHead:
     head: list["Document"] = field(default_factory=list)  # its first documents, by corpus line, score 0
     lines: int = 0  # how many corpus lines ``head`` was read for
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    scope: dict[str, Any] | None = None  # the filter of the one tenant whose documents fill the lists; None: all
 
     @classmethod
-    def of(cls, runner: "SearchRunner", documents: int) -> "CorpusHead":
+    def of(cls, runner: "SearchRunner", documents: int, scope: dict[str, Any] | None = None) -> "CorpusHead":
         """The head of the store RUNNER's pipeline searches (its first retriever's; every part holds every
-        document) in an index of DOCUMENTS documents."""
+        document) in an index of DOCUMENTS documents, of the documents SCOPE keeps (None: all)."""
         stores = (getattr(component, "document_store", None) for _, component in runner.pipeline.walk())
-        return cls(next(store for store in stores if store is not None), documents)
+        return cls(next(store for store in stores if store is not None), documents, scope=scope)
 
     def wanted(self, top_k: int) -> int:
         """How many passages each list must have: ``top_k``, or every document of a smaller index."""
@@ -67,11 +72,29 @@ class CorpusHead:
         """The documents of the first COUNT corpus lines, in corpus order, with score 0 and no embedding."""
         with self.lock:
             if count > self.lines:
-                found = self.store.filter_documents({"field": f"meta.{LINE}", "operator": "<=", "value": count})
+                found = self.read(count)
                 found.sort(key=lambda doc: doc.meta[LINE])
                 self.head = [dataclasses.replace(doc, score=0.0, embedding=None) for doc in found]
                 self.lines = count
             return self.head
+
+    def read(self, count: int) -> list["Document"]:
+        """The documents of the first COUNT corpus lines; in a SCOPE, at least its first COUNT documents where it
+        has them (its documents of twice as many lines, and so on, then all of them)."""
+        if self.scope is None:
+            return list(self.store.filter_documents(up_to(count)))
+        limit = count
+        while limit < self.documents:
+            found = self.store.filter_documents({"operator": "AND", "conditions": [self.scope, up_to(limit)]})
+            if len(found) >= count:
+                return list(found)
+            limit *= 2
+        return list(self.store.filter_documents(self.scope))
+
+
+def up_to(line: int) -> dict[str, Any]:
+    """The filter that keeps the documents of corpus lines 1 to LINE."""
+    return {"field": f"meta.{LINE}", "operator": "<=", "value": line}
 
 
 def filled(documents: list["Document"], head: list["Document"], want: int) -> list["Document"]:

@@ -20,12 +20,14 @@ parameters are whoever wrote it's choice, so it is not what runs), refuses what 
 shares one store object per index part with the other wrappers of the process (the index is opened once, as
 `needle serve` does), warms up and answers a probe query at start-up. Any failure ends `hayhooks run` with exit
 status 1 and one line naming the pipeline and the cause, rather than a server missing a pipeline.
-``POST /<mode>_search/run`` takes ``{"query": ..., "top_k"?: ..., "query_instruction"?: ...}`` and answers
-Hayhooks' ``{"result": {component: {"documents": [...]}}}``, fed and run as `needle serve` runs its pipelines
+``POST /<mode>_search/run`` takes ``{"query": ..., "top_k"?: ..., "query_instruction"?: ..., "tenant"?: ...}`` and
+answers Hayhooks' ``{"result": {component: {"documents": [...]}}}``, fed and run as `needle serve` runs its pipelines
 (``needle_retrieval.pipelines.feed``, ``needle_retrieval.pipelines.runner``): ``top_k`` (1 to 10,000) goes to the
 answering component and the candidate generators before it keep at least their own count, and the query embedder
 puts ``query_instruction`` in front of the query in place of the index's own (``""``: none; left out: the index's, by
-the rule of ``needle_retrieval.pipelines.feed``); a blank, empty or invalid-Unicode query or instruction, or a bad
+the rule of ``needle_retrieval.pipelines.feed``), and a ``tenant`` keeps the search to that tenant's documents, as
+`needle search --tenant` does (``needle_retrieval.serve.run.request_filters``: a value that flag refuses, or an index
+that records no tenant field, is a 422); a blank, empty or invalid-Unicode query or instruction, or a bad
 ``top_k``, is a 422 with a message, a query or instruction over 1 MiB characters a 413.
 """
 
@@ -46,11 +48,12 @@ from needle_retrieval.errors import one_line
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.search.opening import open_search
 from needle_retrieval.serve.pipelines import root_cause
-from needle_retrieval.serve.run import check_request_instruction, check_request_query, run_search
+from needle_retrieval.serve.run import check_request_instruction, check_request_query, request_filters, run_search
 
 Query = Annotated[str, Field(strict=True)]
 TopK = Annotated[int | None, Field(strict=True, ge=1, le=MAX_TOP_K)]
 Instruction = Annotated[str | None, Field(strict=True)]
+Tenant = Annotated[str | None, Field(strict=True)]
 _STORES: dict[str, Any] = {}  # one store per index part for every wrapper of the process (share_stores)
 _SETUP = threading.Lock()  # Hayhooks sets pipelines up in a thread pool; the shared stores open one at a time
 
@@ -99,9 +102,10 @@ class SearchPipelineWrapper(BasePipelineWrapper):  # type: ignore[misc]  # hayho
             )
         self.runner = opened.runner
         self.pipeline: Pipeline = opened.pipeline
+        self.manifest, self.index_dir = manifest, generation.parent
 
     async def run_api_async(
-        self, query: Query, top_k: TopK = None, query_instruction: Instruction = None
+        self, query: Query, top_k: TopK = None, query_instruction: Instruction = None, tenant: Tenant = None
     ) -> dict[str, Any]:
         """
         Search the index: the best documents for the query, best first.
@@ -110,10 +114,13 @@ class SearchPipelineWrapper(BasePipelineWrapper):  # type: ignore[misc]  # hayho
         :param top_k: How many documents to return, 1 to 10,000 (default: the pipeline's own).
         :param query_instruction: Put in front of the query by the query embedder, in place of the index's own;
             "" for none (default: the index's own). BM25 ignores it.
+        :param tenant: Search only this tenant's documents, on an index built with `needle index --tenant-field`
+            (default: every document).
         """
         check_request_query(query)
         check_request_instruction(query_instruction)
-        return await run_search(self.name, self.runner, query, top_k, query_instruction)
+        filters = request_filters(tenant, self.manifest, self.index_dir)
+        return await run_search(self.name, self.runner, query, top_k, query_instruction, filters)
 
 
 def stop_hayhooks(reason: str) -> NoReturn:

@@ -19,10 +19,11 @@ Each list has ``top_k`` passages whenever the index holds that many documents, a
 index into them): a list the search left short is filled with the corpus's first documents that are not in it
 (``needle_retrieval.serve.corpus_head``). Passages are the ``contents`` text, as UltraRAG returns them.
 
-needle's own tools keep ids, scores and text: ``needle_<mode>_search(query, top_k?, query_instruction?)`` ->
+needle's own tools keep ids, scores and text: ``needle_<mode>_search(query, top_k?, query_instruction?, tenant?)`` ->
 ``{"documents": [{"id", "score", "content"}, ...]}`` (``needle search --json``'s shape), one per served pipeline, the
-hits only; their instruction follows needle's rule (left out: the index's; ``""``: none), as ``POST
-/<mode>_search/run``.
+hits only; their instruction follows needle's rule (left out: the index's; ``""``: none), and a tenant keeps the
+search to its documents (``needle search --tenant``), as ``POST /<mode>_search/run``. On a server started with
+`needle serve --tenant T` every query tool searches T's documents only, and a ``tenant`` other than T is refused.
 
 Arguments are taken as UltraRAG's FastMCP server takes them (``needle_retrieval.serve.mcp``): an unknown one and a
 string for a list (``query_list: "q"``) are refused, ``top_k: "5"`` is read as 5. Our limits stay: ``top_k`` from 1
@@ -222,6 +223,7 @@ def add_needle_tools(server: MCPServer, served: "ServedPipelines") -> None:
 def needle_tool(served: "ServedPipelines", name: str) -> Callable[..., Awaitable[Hits]]:
     """The tool function of one served pipeline: the REST route's checks and run, its hits as JSON."""
     from needle_retrieval.pipelines.feed import INSTRUCTION_FIELD_HELP  # served pipelines exist: it is loaded
+    from needle_retrieval.serve.run import TENANT_FIELD_HELP
 
     runner = served.runners[name]
 
@@ -229,14 +231,21 @@ def needle_tool(served: "ServedPipelines", name: str) -> Callable[..., Awaitable
         query: Annotated[str, Field(description="the query: not blank, at most 1 MiB characters")],
         top_k: Annotated[int | None, Field(ge=1, le=MAX_TOP_K, description="hits (default: the index's)")] = None,
         query_instruction: Annotated[str | None, Field(description=INSTRUCTION_FIELD_HELP)] = None,
+        tenant: Annotated[str | None, Field(description=TENANT_FIELD_HELP)] = None,
     ) -> Hits:
         from needle_retrieval.search.hits import as_hits
-        from needle_retrieval.serve.run import check_request_instruction, check_request_query, run_search
+        from needle_retrieval.serve.run import (
+            check_request_instruction,
+            check_request_query,
+            request_filters,
+            run_search,
+        )
 
         with http_errors():
             check_request_query(query)
             check_request_instruction(query_instruction)
-            result = await run_search(name, runner, query, top_k, query_instruction)
+            filters = request_filters(tenant, served.manifest, served.index_dir, served.tenant)
+            result = await run_search(name, runner, query, top_k, query_instruction, filters)
         documents = result[runner.plan.answering][runner.plan.answer_socket]
         return Hits(documents=[dict(hit) for hit in as_hits(documents)])
 

@@ -8,7 +8,8 @@ stores load lazily: a broken index part must stop the start-up, not the first us
 shared by every pipeline of the server; the YAML is its in-memory dict, never a file in the index directory, and
 nothing is saved anywhere. Every pipeline carries one fusion setting (``needle_retrieval.pipelines.fusion``), chosen
 once at start-up: the index's own, or the one `needle serve --fusion` names. Each runs through its ``SearchRunner``
-(``needle_retrieval.pipelines.runner``), the engine of every entry point.
+(``needle_retrieval.pipelines.runner``), the engine of every entry point. A server started with `needle serve
+--tenant T` builds every pipeline with T's filter (``SearchKnobs.tenant``), so each searches T's documents only.
 """
 
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from needle_retrieval.index.trust import Trust
 from needle_retrieval.pipelines.feed import SearchPlan
 from needle_retrieval.pipelines.fusion import FusionSetting, index_fusion
 from needle_retrieval.pipelines.runner import SearchRunner
+from needle_retrieval.search.inputs import tenant_field_of, tenant_filters
 from needle_retrieval.search.opening import PROBE_QUERY as PROBE_QUERY  # kept where it was
 from needle_retrieval.search.opening import SearchKnobs, open_search
 from needle_retrieval.search.opening import share_stores as share_stores  # kept where it was
@@ -51,11 +53,17 @@ class ServedPipelines:
     trust: Trust | None = None  # what the user allows the index to use (None: the NEEDLE_* variables)
     # the mode UltraRAG's /search and retriever_search answer in (needle serve --ultrarag-mode); None: dense first
     ultrarag_mode: str | None = None
+    tenant: str | None = None  # the one tenant every pipeline searches (needle serve --tenant); None: every document
 
     @property
     def plans(self) -> dict[str, SearchPlan]:
         """How each pipeline is fed, by pipeline name."""
         return {name: runner.plan for name, runner in self.runners.items()}
+
+    @property
+    def takes_tenant(self) -> bool:
+        """Whether a request may name a tenant: the server serves one, or the index records a tenant field."""
+        return self.tenant is not None or tenant_field_of(self.manifest) is not None
 
 
 def servable_modes(manifest: IndexManifest) -> list[str]:
@@ -78,12 +86,14 @@ def deploy(
     stores: dict[str, Any],
     fusion: FusionSetting,
     trust: Trust | None = None,
+    tenant: str | None = None,
 ) -> tuple[PipelineRegistration, SearchRunner]:
     """Build, warm up and probe the pipeline ``<name>_search``, using only what TRUST allows (None: the NEEDLE_*
-    variables, ``needle_retrieval.index.trust``); any failure is a NeedleError naming it."""
+    variables, ``needle_retrieval.index.trust``), searching TENANT's documents only (None: all); any failure is a
+    NeedleError naming it."""
     pipeline_name = f"{name}_search"
     try:
-        knobs = SearchKnobs(fusion, trust)
+        knobs = SearchKnobs(fusion, trust, tenant=tenant)
         opened = open_search(
             index_dir, name, batch=False, knobs=knobs, manifest=manifest, stores=stores, wrap_errors=True
         )
@@ -97,7 +107,11 @@ def deploy(
 
 
 def deploy_all(
-    index_dir: Path, fusion: FusionSetting | None = None, trust: Trust | None = None, ultrarag_mode: str | None = None
+    index_dir: Path,
+    fusion: FusionSetting | None = None,
+    trust: Trust | None = None,
+    ultrarag_mode: str | None = None,
+    tenant: str | None = None,
 ) -> ServedPipelines:
     """Every servable search pipeline of INDEX_DIR, or a NeedleError: never a server with no pipeline.
 
@@ -105,7 +119,9 @@ def deploy_all(
     read once here, so that every pipeline of the server has the same. ``trust``: what the index may use
     (``needle_retrieval.index.trust``; None: what the NEEDLE_* variables allow). ``ultrarag_mode``: the mode
     UltraRAG's ``/search`` and ``retriever_search`` answer in (``needle serve --ultrarag-mode``), one this index
-    serves, checked before anything loads; None: its dense part (``needle_retrieval.serve.ultrarag``).
+    serves, checked before anything loads; None: its dense part (``needle_retrieval.serve.ultrarag``). ``tenant``:
+    the one tenant every pipeline searches (`needle serve --tenant`; an index that records no tenant field is refused
+    before anything loads); None: every document.
     """
     manifest = IndexManifest.load(index_dir)
     modes = servable_modes(manifest)
@@ -113,9 +129,13 @@ def deploy_all(
         raise NeedleError(f"index {index_dir} has no searchable part (modes: {manifest.modes or 'none'})")
     if ultrarag_mode is not None and ultrarag_mode not in modes:
         raise NeedleError(f"--ultrarag-mode {ultrarag_mode}: index {index_dir} serves {', '.join(modes)}")
+    if tenant is not None:
+        tenant_filters(manifest, tenant, Path(index_dir))  # no tenant field: say how to build one, before loading
     setting = index_fusion(Path(index_dir)) if fusion is None else fusion
     stores: dict[str, Any] = {}
-    deployed = [deploy(index_dir, manifest, mode, stores, setting, trust) for mode in modes]
+    deployed = [deploy(index_dir, manifest, mode, stores, setting, trust, tenant) for mode in modes]
     registry = ImmutablePipelineRegistry(registration for registration, _ in deployed)
     runners = {registration.name: runner for registration, runner in deployed}
-    return ServedPipelines(registry, runners, Path(index_dir), manifest, stores, setting, trust, ultrarag_mode)
+    return ServedPipelines(
+        registry, runners, Path(index_dir), manifest, stores, setting, trust, ultrarag_mode, tenant
+    )  # fmt: skip

@@ -12,6 +12,9 @@ pipeline run as `needle search --queries` runs them (``search_batch``), each run
 turn behind the jobs queued before it. Four clients sending 500-query batches kept a one-query request waiting 12 s
 for a thread of a single pool; now it waits for a thread of its own lane, and a batch request for at most one run of
 each other batch (``benchmarks/bench_fair_serve.py``). ``/status`` and other routes are answered at once meanwhile.
+A request may name a ``tenant`` (``request_filters``): its search then answers from that tenant's documents only,
+the filter `needle search --tenant` uses given to every retriever for that run; a server started with `needle serve
+--tenant T` is T's alone (its pipelines filter on T) and refuses a request naming another tenant with a 403.
 One request holds at most ``MAX_QUERIES`` queries and asks for at most ``MAX_PASSAGES`` passages (queries x
 ``top_k``); past either it is a 413 (``check_batch_size``).
 """
@@ -21,28 +24,46 @@ import functools
 import os
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 from fastapi import HTTPException
 from hayhooks.server.logger import log
 from haystack import Document
 from haystack.errors import FilterError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, create_model
 
 from components.checks import MAX_PASSAGES, MAX_QUERIES, MAX_QUERY_CHARS, check_query, check_unicode
+from components.stores.tenant_fields import MAX_TENANT, tenant_value_problem
 from needle_retrieval.defaults import QUERY_BATCH
-from needle_retrieval.errors import one_line
+from needle_retrieval.errors import NeedleError, one_line
 from needle_retrieval.pipelines.feed import INSTRUCTION_FIELD_HELP
 from needle_retrieval.pipelines.runner import Outputs, SearchRunner
-from needle_retrieval.serve.answers import QUERY_SCHEMA, TopK
+from needle_retrieval.search.inputs import tenant_filters
+from needle_retrieval.serve.answers import NOT_BLANK, QUERY_SCHEMA, TopK
 from needle_retrieval.serve.pipelines import root_cause
+
+if TYPE_CHECKING:
+    from needle_retrieval.index.manifest import IndexManifest
 
 INTERNAL_ERROR = "internal error while answering the query; the server log has the details"
 CLIENT_ERRORS = (ValueError, FilterError)  # what components raise for bad input
 SEARCH_THREADS = 4  # batch runs at once; the stores' own locks and the CPU count bound more than this would
 QUICK_THREADS = 2  # requests of a handful of queries at once, beside the batches
 QUICK_QUERIES = 8  # a request of at most this many queries runs in the quick lane
+TENANT_FIELD_HELP = (
+    "search only this tenant's documents, on an index built with `needle index --tenant-field` (default: every "
+    "document; on a server started with --tenant T: T's, and only T may be named)"
+)
+# A tenant `needle search --tenant` takes, as JSON Schema (search semantics, so no `$`): not starting like a date
+# (``looks_like_date``, its ASCII digits), no control character, one that is not blank; or null, for every document.
+TENANT_PATTERN = rf"^(?![0-9]{{4}}-[\s\S]{{2}}-[\s\S]{{2}})(?![\s\S]*[\x00-\x1f\x7f])(?=[\s\S]*{NOT_BLANK})"
+TENANT_SCHEMA = {
+    "anyOf": [{"type": "string", "minLength": 1, "maxLength": MAX_TENANT, "pattern": TENANT_PATTERN}, {"type": "null"}]
+}
+Filters = dict[str, Any]
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 # Threads start on first use; a thread that finished its search waits for the next one (idle threads cost nothing).
 SEARCH_POOL = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="needle-search")
 QUICK_POOL = ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="needle-quick")
@@ -57,6 +78,16 @@ class SearchRequest(BaseModel):
     )
     top_k: TopK | None = Field(default=None, description="hits to return (default: the index's)")
     query_instruction: str | None = Field(default=None, description=INSTRUCTION_FIELD_HELP)
+    tenant: str | None = Field(default=None, description=TENANT_FIELD_HELP)
+
+
+def tenant_body(model: type[M], takes_tenant: bool) -> type[M]:
+    """MODEL with the schema of its ``tenant`` saying what a server takes: a tenant or null (TAKES_TENANT: it serves
+    one, or the index records a tenant field), else null only (a tenant named there is a 422 saying how to build an
+    index that takes one)."""
+    schema = {**(TENANT_SCHEMA if takes_tenant else {"type": "null"}), "description": TENANT_FIELD_HELP}
+    tenant = Annotated[str | None, WithJsonSchema(schema)]
+    return create_model(model.__name__, __base__=model, tenant=(tenant, None))
 
 
 def validation_message(error: ValidationError) -> str:
@@ -111,21 +142,59 @@ def check_request_instruction(instruction: str | None, name: str = "query_instru
         raise HTTPException(422, one_line(error)) from error
 
 
+def request_filters(
+    tenant: str | None, manifest: "IndexManifest", index_dir: Path, pinned: str | None = None
+) -> Filters | None:
+    """The run-time filters of a request naming TENANT on the index of MANIFEST at INDEX_DIR, served for PINNED
+    (`needle serve --tenant`; None: every tenant); None when the pipelines' own filters answer (no tenant, or PINNED).
+
+    :raises HTTPException: 422 for a value `needle search --tenant` refuses, or an index that records no tenant
+        field (saying how to build one that does); 403 for a tenant other than PINNED.
+    """
+    if tenant is None:
+        return None
+    problem = tenant_value_problem(tenant)
+    if problem is not None:
+        raise HTTPException(422, f"tenant: {problem}")
+    try:
+        check_unicode(tenant, "tenant")
+    except ValueError as error:
+        raise HTTPException(422, one_line(error)) from error
+    if pinned is not None:
+        if tenant != pinned:
+            raise HTTPException(403, f"tenant {tenant!r:.80} is not served here: this server answers for one tenant")
+        return None  # every pipeline of the server filters on it already
+    try:
+        return tenant_filters(manifest, tenant, index_dir, "tenant")
+    except NeedleError as error:
+        raise HTTPException(422, one_line(error)) from error
+
+
 def lane(count: int) -> ThreadPoolExecutor:
     """The pool a request of COUNT queries runs in: the quick lane for a handful, else the batch pool."""
     return QUICK_POOL if count <= QUICK_QUERIES else SEARCH_POOL
 
 
 async def run_search(
-    name: str, runner: SearchRunner, query: str, top_k: int | None, instruction: str | None = None
+    name: str,
+    runner: SearchRunner,
+    query: str,
+    top_k: int | None,
+    instruction: str | None = None,
+    filters: Filters | None = None,
 ) -> Outputs:
     """Run the pipeline of RUNNER on one query in the quick lane, fed by ``SearchPlan.feed`` (``instruction``: None
-    keeps the index's); errors as above."""
-    return await guarded(name, off_loop(lane(1), runner.run, query, top_k, instruction))
+    keeps the index's; ``filters``: a request's tenant, ``request_filters``); errors as above."""
+    return await guarded(name, off_loop(lane(1), runner.run, query, top_k, instruction, filters))
 
 
 async def search_batch(
-    name: str, runner: SearchRunner, queries: list[str], top_k: int, instruction: str | None = None
+    name: str,
+    runner: SearchRunner,
+    queries: list[str],
+    top_k: int,
+    instruction: str | None = None,
+    filters: Filters | None = None,
 ) -> list[list[Document]]:
     """Top-k documents per query, in query order, from RUNNER's batch pipeline: ``QUERY_BATCH`` queries per run, as
     `needle search --queries` runs them, each run a job of its own in the lane's pool, queued behind the jobs of
@@ -134,7 +203,7 @@ async def search_batch(
     hits: list[list[Document]] = []
     for start in range(0, len(queries), QUERY_BATCH):
         chunk = queries[start : start + QUERY_BATCH]
-        found = await guarded(name, off_loop(pool, runner.documents, chunk, top_k, instruction))
+        found = await guarded(name, off_loop(pool, runner.documents, chunk, top_k, instruction, filters))
         hits += cast(list[list[Document]], found)  # a batch pipeline's documents: one list per query
     return hits
 

@@ -43,6 +43,7 @@ def serve(
     fusion: "FusionSetting | None" = None,
     trust: "Trust | None" = None,
     ultrarag_mode: str | None = None,
+    tenant: str | None = None,
 ) -> None:
     """Take HOST:PORT, deploy every search pipeline INDEX_DIR supports (REST, MCP and UltraRAG's /search), and
     TEI's /rerank (with the Cohere-style /v1/rerank) over the cross-encoder directory RERANKER when given (at most
@@ -51,21 +52,40 @@ def serve(
     DEPLOY_SEARCH. Every pipeline fuses with FUSION (``needle serve --fusion``; None: the index's own), which the
     start-up line names, and may use what TRUST allows (``needle_retrieval.index.trust``; None: what the NEEDLE_*
     variables allow). UltraRAG's /search and MCP ``retriever_search`` answer in ULTRARAG_MODE (``needle serve
-    --ultrarag-mode``; None: the dense part, as UltraRAG's own, else BM25).
+    --ultrarag-mode``; None: the dense part, as UltraRAG's own, else BM25). With TENANT (``needle serve --tenant``)
+    every route and tool searches that tenant's documents only and refuses a request naming another tenant; None:
+    every document, or the tenant a request names.
 
     Raises NeedleError (one line, exit 2 from the CLI) when the port is in use (before anything loads), the index
-    is missing or lacks ULTRARAG_MODE's parts, any pipeline fails to deploy or the reranker fails to load.
+    is missing or lacks ULTRARAG_MODE's parts or (with TENANT) a tenant field, any pipeline fails to deploy or the
+    reranker fails to load.
     """
     sockets = listen(host, port)
     try:
+        if tenant is not None:
+            check_tenant_field(index_dir, tenant)
         app, names, used = search_app(
-            index_dir, host, cors_origins, reranker, reranker_max_batch, deploy_search, fusion, trust, ultrarag_mode
+            index_dir, host, cors_origins, reranker, reranker_max_batch, deploy_search, fusion, trust, ultrarag_mode,
+            tenant,
+        )  # fmt: skip
+        whose = "" if tenant is None else f"; tenant {tenant!r} only"
+        print(
+            f"needle serve: {names} from {index_dir} on http://{host}:{port}; fusion {used.describe()}{whose}",
+            flush=True,
         )
-        print(f"needle serve: {names} from {index_dir} on http://{host}:{port}; fusion {used.describe()}", flush=True)
         run(app, host, port, sockets)
     finally:
         for sock in sockets:
             sock.close()
+
+
+def check_tenant_field(index_dir: Path, tenant: str) -> None:
+    """Refuse `needle serve --tenant` on an index that records no tenant field, saying how to build one, as `needle
+    search --tenant` does, before Hayhooks and the models are imported."""
+    from needle_retrieval.index.manifest import IndexManifest
+    from needle_retrieval.search.inputs import tenant_filters
+
+    tenant_filters(IndexManifest.load(index_dir), tenant, index_dir)
 
 
 def listen(host: str, port: int) -> list[socket.socket]:
@@ -128,6 +148,7 @@ def search_app(
     fusion: "FusionSetting | None" = None,
     trust: "Trust | None" = None,
     ultrarag_mode: str | None = None,
+    tenant: str | None = None,
 ) -> tuple["FastAPI", str, "FusionSetting"]:
     """Deploy the pipelines and build the app (see ``serve``); returns it, the names of what it serves and the
     fusion setting its pipelines carry.
@@ -145,7 +166,7 @@ def search_app(
     from needle_retrieval.serve.ultrarag import deploy_ultrarag
 
     settings.pipelines_dir = NO_PIPELINES_DIR
-    served = deploy_all(index_dir, fusion, trust, ultrarag_mode)
+    served = deploy_all(index_dir, fusion, trust, ultrarag_mode, tenant)
     ultrarag = deploy_ultrarag(served)  # served.ultrarag_mode, else dense first; MCP's retriever_search shares it
     max_batch = DEFAULT_MAX_BATCH if reranker_max_batch is None else reranker_max_batch
     rerank = RerankService(reranker, max_batch) if reranker else None

@@ -31,10 +31,16 @@ as UltraRAG's FAISS backend ignores it (its shipped examples send ``wiki``). On 
 collection as UltraRAG's Milvus backend has it: ``""``, the index directory's name, its collection or the alias over
 a server's generations; another name is a 404, since UltraRAG would search another collection and this server holds
 one.
+
+``tenant`` (needle's, not UltraRAG's; optional) keeps the search, and the documents that fill a short list, to that
+tenant's documents, as on ``POST /<mode>_search/run`` (``needle_retrieval.serve.run.request_filters``). A server
+started with `needle serve --tenant T` searches T's documents only here and in the ``retriever_*`` MCP tools, and
+refuses a request naming another tenant.
 """
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException
@@ -49,11 +55,22 @@ from needle_retrieval.errors import NeedleError, one_line
 from needle_retrieval.index.manifest import IndexManifest
 from needle_retrieval.pipelines.feed import ultrarag_instruction
 from needle_retrieval.pipelines.runner import SearchRunner
+from needle_retrieval.search.inputs import tenant_filters
 from needle_retrieval.search.opening import SearchKnobs, open_search
 from needle_retrieval.serve.answers import BODY_ERRORS, QUERY_SCHEMA, error_responses
 from needle_retrieval.serve.corpus_head import CorpusHead
 from needle_retrieval.serve.pipelines import ServedPipelines, root_cause
-from needle_retrieval.serve.run import check_batch_size, check_request_query, lane, off_loop, search_batch
+from needle_retrieval.serve.run import (
+    TENANT_FIELD_HELP,
+    Filters,
+    check_batch_size,
+    check_request_query,
+    lane,
+    off_loop,
+    request_filters,
+    search_batch,
+    tenant_body,
+)
 
 GENERATION_SUFFIX = re.compile(r"_gen\d{6}$")  # a server collection's generation: NAME_genNNNNNN behind alias NAME
 # The white space pydantic strips around a number in a string (Unicode's White_Space, which Rust's trim uses).
@@ -68,6 +85,7 @@ TOP_K_SCHEMA: dict[str, Any] = {
         {"type": "boolean", "enum": [True]},
     ]
 }
+MAX_TENANT_HEADS = 64  # the corpus heads of requests' tenants kept at once (the oldest goes first)
 # top_k as UltraRAG's FastAPI model takes it (pydantic's lax int: "5", 5.0 and true are whole numbers), in our range.
 LaxTopK = Annotated[int, Field(ge=1, le=MAX_TOP_K), WithJsonSchema(TOP_K_SCHEMA, mode="validation")]
 
@@ -92,6 +110,7 @@ class UltraRAGSearchRequest(BaseModel):
         description="ignored on a FAISS or BM25-only index (as UltraRAG's FAISS backend ignores it); on Milvus, "
         '"", this index\'s name, its collection or alias',
     )
+    tenant: str | None = Field(default=None, description=TENANT_FIELD_HELP)
 
 
 @dataclass(frozen=True)
@@ -103,15 +122,29 @@ class UltraRAGSearch:
     runner: SearchRunner
     collections: frozenset[str] | None
     head: CorpusHead
+    tenant_heads: dict[str, CorpusHead] = field(default_factory=dict)  # by a request's tenant filter
 
-    async def search(self, queries: list[str], top_k: int, instruction: str) -> list[list[Document]]:
+    async def search(
+        self, queries: list[str], top_k: int, instruction: str, filters: Filters | None = None
+    ) -> list[list[Document]]:
         """Top-k documents per query, in query order, ``QUERY_BATCH`` queries per run (``search_batch``: a heavy batch
         takes turns with the other requests), a short list filled from the corpus head. INSTRUCTION is UltraRAG's
-        field, read by ``ultrarag_instruction``: ``""`` (its default) keeps the index's."""
-        hits = await search_batch(self.name, self.runner, queries, top_k, ultrarag_instruction(instruction))
-        if self.head.short(hits, top_k):
-            hits = await off_loop(lane(len(hits)), self.head.fill, hits, top_k)
+        field, read by ``ultrarag_instruction``: ``""`` (its default) keeps the index's. FILTERS: a request's tenant
+        (``request_filters``), whose documents alone are searched and fill the lists."""
+        hits = await search_batch(self.name, self.runner, queries, top_k, ultrarag_instruction(instruction), filters)
+        head = self.head if filters is None else self.head_of(filters)
+        if head.short(hits, top_k):
+            hits = await off_loop(lane(len(hits)), head.fill, hits, top_k)
         return hits
+
+    def head_of(self, filters: Filters) -> CorpusHead:
+        """The corpus head of the tenant FILTERS keep, kept for the next requests (at most ``MAX_TENANT_HEADS``)."""
+        key = json.dumps(filters, sort_keys=True)
+        if key not in self.tenant_heads:
+            if len(self.tenant_heads) >= MAX_TENANT_HEADS:
+                del self.tenant_heads[next(iter(self.tenant_heads))]
+            self.tenant_heads[key] = CorpusHead(self.head.store, self.head.documents, scope=filters)
+        return self.tenant_heads[key]
 
 
 def collection_names(served: ServedPipelines) -> frozenset[str] | None:
@@ -139,7 +172,7 @@ def deploy_ultrarag(served: ServedPipelines, mode: str | None = None) -> UltraRA
     mode = mode or served.ultrarag_mode or dense_first(manifest)
     name = f"{mode}_batch_search"
     try:
-        knobs = SearchKnobs(served.fusion, served.trust)
+        knobs = SearchKnobs(served.fusion, served.trust, tenant=served.tenant)
         opened = open_search(
             served.index_dir, mode, knobs=knobs, manifest=manifest, stores=served.stores, wrap_errors=True
         )
@@ -148,7 +181,8 @@ def deploy_ultrarag(served: ServedPipelines, mode: str | None = None) -> UltraRA
         where = f"pipeline {name} (UltraRAG /search)"
         raise NeedleError(f"{where} failed to deploy from {served.index_dir}: {cause}") from error
     runner = opened.runner
-    return UltraRAGSearch(name, runner, collection_names(served), CorpusHead.of(runner, manifest.documents))
+    scope = None if served.tenant is None else tenant_filters(manifest, served.tenant, served.index_dir)
+    return UltraRAGSearch(name, runner, collection_names(served), CorpusHead.of(runner, manifest.documents, scope))
 
 
 def check_search_request(request: UltraRAGSearchRequest, collections: frozenset[str] | None) -> None:
@@ -172,17 +206,21 @@ def answer_json(hits: list[list[Document]]) -> bytes:
     return passages_json([[doc.content or "" for doc in docs] for docs in hits])
 
 
-def ultrarag_route(app: FastAPI, search: UltraRAGSearch) -> None:
-    """Add ``POST /search``."""
+def ultrarag_route(app: FastAPI, search: UltraRAGSearch, served: ServedPipelines) -> None:
+    """Add ``POST /search`` over SERVED's index (its tenant, if the server has one)."""
 
     async def search_route(request: UltraRAGSearchRequest) -> Response:
         check_search_request(request, search.collections)
-        hits = await search.search(request.query_list, request.top_k, request.query_instruction)
+        filters = request_filters(request.tenant, served.manifest, served.index_dir, served.tenant)
+        hits = await search.search(request.query_list, request.top_k, request.query_instruction, filters)
         return Response(await off_loop(lane(len(hits)), answer_json, hits), media_type="application/json")
+
+    search_route.__annotations__["request"] = tenant_body(UltraRAGSearchRequest, served.takes_tenant)
 
     responses = error_responses(
         {
             **BODY_ERRORS,
+            403: "the request names a tenant this server does not answer for",
             404: "collection_name is not this Milvus index's",
             413: f"the body or a query is too large, or over {MAX_QUERIES:,} queries or {MAX_PASSAGES:,} passages",
         }

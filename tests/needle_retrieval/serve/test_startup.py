@@ -122,7 +122,9 @@ def test_the_port_is_held_while_the_pipelines_load(tmp_path: Path, monkeypatch: 
     port = free_port()
     tried: list[int] = []
 
-    def deploy_all(index_dir: Path, fusion: object = None, trust: object = None, mode: object = None) -> None:
+    def deploy_all(
+        index_dir: Path, fusion: object = None, trust: object = None, mode: object = None, tenant: object = None
+    ) -> None:
         other = socket.socket()
         other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
