@@ -28,6 +28,7 @@ from haystack.utils.filters import document_matches_filter
 
 from components.stores.document_checks import encode_document
 from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable, decoded
+from components.stores.filter_sql import Clause, candidate_clause
 from components.stores.hits import derived
 
 ROWS_PER_INSERT = 100  # rows per INSERT statement of a bulk insert (400 values, far under SQLite's 32,766)
@@ -157,7 +158,8 @@ class DiskDocumentTable(SQLiteDocumentTable):
         """Rows of the documents matching Haystack ``filters`` (all rows when empty), in insertion order."""
         if not filters:
             return [row for (row,) in self._db.execute("SELECT row FROM documents ORDER BY row")]
-        return [row for row, document in self._all() if document_matches_filter(filters, document)]
+        candidates = self._all(candidate_clause(filters))  # those SQLite cannot rule out (``filter_sql``)
+        return [row for row, document in candidates if document_matches_filter(filters, document)]
 
     def embedding_lists(self, rows: Iterable[int]) -> dict[int, list[float]]:
         """The stored embeddings of those ``rows`` that have one, as lists of floats."""
@@ -174,7 +176,10 @@ class DiskDocumentTable(SQLiteDocumentTable):
             found.update((row, decoded(text)) for row, text in self._db.execute(query, chunk))
         return found
 
-    def _all(self) -> Iterator[tuple[int, Document]]:
-        """Every row and its decoded Document, in row order, read a page at a time."""
-        for row, text in self._db.execute("SELECT row, document FROM documents ORDER BY row"):
-            yield row, decoded(text)
+    def _all(self, clause: Clause | None) -> Iterator[tuple[int, Document]]:
+        """Every row (meeting CLAUSE, a ``filter_sql`` condition) and its decoded Document, in row order, read a page
+        at a time."""
+        text, parameters = clause or ("1", [])
+        query = f"SELECT row, document FROM documents WHERE {text} ORDER BY row"
+        for row, document in self._db.execute(query, parameters):
+            yield row, decoded(document)

@@ -9,8 +9,9 @@ SQLite reads the verified bytes as they are, see ``SavedDocuments``) and keeps i
 
 A search turns FAISS rows into Documents from that memory (a dict lookup per hit, as the in-memory table does) and
 reads the rows it lacks in one ``IN (...)`` query; ``row_of`` is a lookup in the ``id`` column's unique index;
-``filter_rows`` decodes the documents a page at a time and applies Haystack's own ``document_matches_filter``, so
-filters match exactly what they match in memory.
+``filter_rows`` decodes a page at a time the documents SQLite cannot rule out (``filter_sql``: most of them, for a
+filter SQLite cannot judge) and applies Haystack's own ``document_matches_filter``, so filters match exactly what they
+match in memory.
 
 A saved generation never changes. The first write, delete or meta update copies the file into a private temporary
 SQLite database (SQLite's backup API, a page copy; the file lies in SQLite's temporary directory and is unlinked at
@@ -36,6 +37,7 @@ from haystack.utils.filters import document_matches_filter
 from components.stores.document_checks import encode_document
 from components.stores.faiss.saved_files import check_rows
 from components.stores.faiss.sqlite_document_table import BATCH, IN_INDEX, JsonValue, SQLiteDocumentTable, decoded
+from components.stores.filter_sql import Clause, candidate_clause
 from components.stores.hits import SharedHits, derived
 from components.stores.recent_documents import RecentDocuments
 
@@ -185,7 +187,8 @@ class SavedDocumentTable(SQLiteDocumentTable):
         """Rows of the documents matching Haystack ``filters`` (all rows when empty), in insertion order."""
         if not filters:
             return [row for (row,) in self._fetch("SELECT row FROM documents ORDER BY row", [])]
-        return [row for row, document in self._all() if document_matches_filter(filters, document)]
+        candidates = self._all(candidate_clause(filters))  # those SQLite cannot rule out (``filter_sql``)
+        return [row for row, document in candidates if document_matches_filter(filters, document)]
 
     def shared_hits(self, rows: Sequence[int], scores: Sequence[float]) -> SharedHits:
         """Search results as the stored Documents (shared: never change them) and their scores; row -1 skipped."""
@@ -238,10 +241,13 @@ class SavedDocumentTable(SQLiteDocumentTable):
         query = "SELECT row FROM documents WHERE row > ? ORDER BY row LIMIT ?"
         return [row for (row,) in self._fetch(query, [after, limit])]
 
-    def _all(self) -> Iterator[tuple[int, Document]]:
-        """Every row and its decoded Document, in row order, read ``PAGE`` rows at a time (none of them kept)."""
-        after, query = -1, "SELECT row, document FROM documents WHERE row > ? ORDER BY row LIMIT ?"
-        while page := self._fetch(query, [after, PAGE]):
+    def _all(self, clause: Clause | None) -> Iterator[tuple[int, Document]]:
+        """Every row (meeting CLAUSE, a ``filter_sql`` condition) and its decoded Document, in row order, read ``PAGE``
+        rows at a time (none of them kept)."""
+        text, parameters = clause or ("1", [])
+        query = f"SELECT row, document FROM documents WHERE row > ? AND {text} ORDER BY row LIMIT ?"
+        after = -1
+        while page := self._fetch(query, [after, *parameters, PAGE]):
             yield from ((row, decoded(text)) for row, text in page)
             after = page[-1][0]
 

@@ -1,0 +1,160 @@
+"""The documents a Haystack filter may match, narrowed by SQLite before Python decides.
+
+A store opened from disk keeps its documents as JSON text in ``documents.sqlite`` and answers a filter by decoding
+every document and asking Haystack's ``document_matches_filter``: 8 s at 1M short passages, however few match.
+``candidate_clause`` turns the parts of a filter that SQLite can judge into a condition on that JSON column, so that
+only the documents passing it are decoded; Haystack's own function then decides on each of them, as before. The
+answer is unchanged because the condition holds for every document the filter matches *and* for every document on
+which Haystack would raise (a string compared with ``>``): it may let through more, never fewer
+(tests/components/stores/test_filter_sql.py checks that against ``document_matches_filter`` on random documents and
+filters).
+
+What SQLite judges, on ``json_extract(document, '$."meta"."key"')`` (``id``, ``content`` and legacy fields without
+``meta.`` too): ``==`` and ``in`` with strings, numbers, booleans and None; ``>``, ``>=``, ``<``, ``<=`` with numbers
+(a document whose value is not a number passes, for Haystack to judge or refuse); ``AND`` and ``OR`` of those. An
+``AND`` narrows by its conditions up to the first one on which Haystack may raise, that one included: Haystack
+evaluates them in order, so the later ones never see a document it raised on.
+Everything else passes every document: ``!=``, ``not in`` and ``NOT`` (the complement of a superset is no
+superset), date-like strings (Haystack's ``==`` equates ``2024-01-01`` with ``2024-01-01T00:00``), strings holding
+NUL (SQLite's JSON cuts them there), keys holding a quote, a backslash or a control character (which the stored
+JSON escapes and SQLite's paths cannot name), numbers beyond what SQLite compares exactly, and malformed
+conditions, so that Haystack raises on them as it always did. A document whose JSON SQLite cannot parse (a NaN a
+meta value held) passes.
+"""
+
+import math
+import re
+from dataclasses import dataclass, fields
+from typing import Any
+
+from haystack import Document
+
+Clause = tuple[str, list[Any]]
+"""An SQL condition and its parameters, in order."""
+
+_ANY: Clause = ("1", [])
+_EXTRACTED = "json_extract(document, ?)"  # the value at a JSON path (a parameter: filters may come from requests)
+_DOCUMENT_FIELDS = frozenset(field.name for field in fields(Document))
+_JSON_FIELDS = ("id", "content")  # Document fields stored as JSON values of the document
+_ORDERING = {">": ">", ">=": ">=", "<": "<", "<=": "<="}
+_UNLABELLED = re.compile(r'["\\\x00-\x1f]')
+"""Characters of a key that a quoted label of SQLite's JSON paths cannot name as the stored JSON (escaped there)."""
+_EXACT_FLOAT = 2**53  # numbers SQLite compares with an integer as Python does: every integer up to it is a float
+
+
+def candidate_clause(filters: dict[str, Any]) -> Clause | None:
+    """A condition on the ``document`` column that every document FILTERS matches (or raises on) meets, or None when
+    no part of FILTERS narrows the documents."""
+    clause = _judged(filters).clause
+    if clause is _ANY:
+        return None
+    text, parameters = clause
+    return f"(NOT json_valid(document) OR {text})", parameters
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One filter node as SQLite can judge it: a condition every document it matches or raises on meets (``_ANY``:
+    every document), and whether Haystack may raise on some document there (then no later sibling of an ``AND`` may
+    narrow: Haystack never evaluates them on a document it raised on)."""
+
+    clause: Clause
+    may_raise: bool
+
+
+_UNJUDGED = _Judged(_ANY, may_raise=True)  # what SQLite does not judge may raise (a malformed node always does)
+
+
+def _judged(condition: Any) -> _Judged:
+    """One filter node (see the module docstring)."""
+    if not isinstance(condition, dict):
+        return _UNJUDGED
+    if "field" not in condition:
+        return _logic(condition)
+    path = _json_path(condition["field"])
+    if path is None or not {"operator", "value"} <= condition.keys():
+        return _UNJUDGED
+    operator, value = condition["operator"], condition["value"]
+    if operator == "==":
+        return _exact(_equal(path, value))
+    if operator == "in" and isinstance(value, list):
+        return _exact(_any_of([_equal(path, item) for item in value]))
+    if operator in _ORDERING and _is_exact_number(value):  # a document holding a string or a list raises there
+        not_number = f"typeof({_EXTRACTED}) NOT IN ('integer', 'real')"
+        text = f"({_EXTRACTED} IS NOT NULL AND ({not_number} OR {_EXTRACTED} {_ORDERING[operator]} ?))"
+        return _Judged((text, [path, path, path, value]), may_raise=True)
+    return _UNJUDGED
+
+
+def _exact(clause: Clause) -> _Judged:
+    """An ``==`` or ``in`` node: Haystack never raises on one (``_ANY``: not judged, so it may)."""
+    return _Judged(clause, may_raise=clause is _ANY)
+
+
+def _logic(condition: dict[str, Any]) -> _Judged:
+    """AND and OR of the conditions' clauses; NOT and anything malformed pass every document."""
+    conditions = condition.get("conditions")
+    if not isinstance(conditions, list) or condition.get("operator") not in ("AND", "OR"):
+        return _UNJUDGED
+    judged = [_judged(item) for item in conditions]
+    may_raise = any(node.may_raise for node in judged)
+    if condition["operator"] == "OR":
+        return _Judged(_any_of([node.clause for node in judged]), may_raise)
+    evaluated = next((i + 1 for i, node in enumerate(judged) if node.may_raise), len(judged))
+    narrowing = [node.clause for node in judged[:evaluated] if node.clause is not _ANY]
+    if not narrowing:
+        return _Judged(_ANY, may_raise)
+    text = "(" + " AND ".join(text for text, _ in narrowing) + ")"
+    return _Judged((text, [p for _, ps in narrowing for p in ps]), may_raise)
+
+
+def _any_of(clauses: list[Clause]) -> Clause:
+    """OR of CLAUSES (no clause: nothing matches); ``_ANY`` when one of them passes everything."""
+    if any(clause is _ANY for clause in clauses):
+        return _ANY
+    if not clauses:
+        return "0", []
+    return "(" + " OR ".join(text for text, _ in clauses) + ")", [p for _, ps in clauses for p in ps]
+
+
+def _equal(path: str, value: Any) -> Clause:
+    """The documents whose value at PATH may equal VALUE as Haystack's ``==`` compares."""
+    if value is None:
+        return f"{_EXTRACTED} IS NULL", [path]
+    if isinstance(value, str) and "\x00" not in value and not _looks_like_date(value):
+        return f"{_EXTRACTED} = ?", [path, value]
+    if _is_exact_number(value):
+        return f"{_EXTRACTED} = ?", [path, value]
+    return _ANY
+
+
+def _json_path(field: Any) -> str | None:
+    """The JSON path of FIELD in a stored document, as Haystack resolves it (``meta.a.b``; a legacy field without
+    ``meta.``), or None where SQLite cannot follow it as Haystack does."""
+    if not isinstance(field, str):
+        return None
+    if "." in field:
+        keys = field.split(".")
+        if keys[0] != "meta":  # Haystack reads another root's attribute, which no JSON object of the row holds
+            return None
+    elif field in _JSON_FIELDS:
+        keys = [field]
+    elif field in _DOCUMENT_FIELDS:  # meta itself, score, blob, embeddings: not judged
+        return None
+    else:  # a legacy field: Haystack reads it from meta
+        keys = ["meta", field]
+    if any(not key or _UNLABELLED.search(key) for key in keys):
+        return None
+    return "$" + "".join(f'."{key}"' for key in keys)
+
+
+def _is_exact_number(value: Any) -> bool:
+    """A bool, an int or a finite float that SQLite compares with any stored number as Python does."""
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, int | float) and math.isfinite(value) and abs(value) < _EXACT_FLOAT
+
+
+def _looks_like_date(value: str) -> bool:
+    """Whether Haystack's ``==`` may read VALUE as an ISO date (a ``YYYY-MM-DD`` start): then only Python judges."""
+    return len(value) >= 10 and value[4:5] == "-" and value[7:8] == "-" and value[:4].isdigit()
