@@ -19,7 +19,8 @@ superset), date-like strings (Haystack's ``==`` equates ``2024-01-01`` with ``20
 NUL (SQLite's JSON cuts them there), keys holding a quote, a backslash or a control character (which the stored
 JSON escapes and SQLite's paths cannot name), numbers beyond what SQLite compares exactly, and malformed
 conditions, so that Haystack raises on them as it always did. A document whose JSON SQLite cannot parse (a NaN a
-meta value held) passes.
+meta value held) passes. A filter larger than one SQLite statement takes (more than 30,000 values, chains of 500
+conditions, 60 levels of nesting) is not narrowed at all.
 """
 
 import math
@@ -39,16 +40,20 @@ _JSON_FIELDS = ("id", "content")  # Document fields stored as JSON values of the
 _ORDERING = {">": ">", ">=": ">=", "<": "<", "<=": "<="}
 _UNLABELLED = re.compile(r'["\\\x00-\x1f]')
 """Characters of a key that a quoted label of SQLite's JSON paths cannot name as the stored JSON (escaped there)."""
+_MAX_DEPTH = 500  # SQLite refuses expression trees deeper than 1,000
+_MAX_NESTING = 60  # and text nested more than about 90 parentheses deep ("parser stack overflow")
+_MAX_PARAMETERS = 30_000  # SQLite refuses statements of more than 32,766 parameters
 _EXACT_FLOAT = 2**53  # numbers SQLite compares with an integer as Python does: every integer up to it is a float
 
 
 def candidate_clause(filters: dict[str, Any]) -> Clause | None:
     """A condition on the ``document`` column that every document FILTERS matches (or raises on) meets, or None when
     no part of FILTERS narrows the documents."""
-    clause = _judged(filters).clause
-    if clause is _ANY:
-        return None
-    text, parameters = clause
+    judged = _judged(filters)
+    too_large = judged.depth > _MAX_DEPTH or judged.nesting > _MAX_NESTING or len(judged.clause[1]) > _MAX_PARAMETERS
+    if judged.clause is _ANY or too_large:
+        return None  # nothing narrows, or more than SQLite takes in one statement: every document is read
+    text, parameters = judged.clause
     return f"(NOT json_valid(document) OR {text})", parameters
 
 
@@ -60,6 +65,8 @@ class _Judged:
 
     clause: Clause
     may_raise: bool
+    depth: int = 1  # how deep SQLite's expression tree of the clause is (``A AND B AND C``: a chain of 3)
+    nesting: int = 2  # how many parentheses deep its text is
 
 
 _UNJUDGED = _Judged(_ANY, may_raise=True)  # what SQLite does not judge may raise (a malformed node always does)
@@ -78,11 +85,11 @@ def _judged(condition: Any) -> _Judged:
     if operator == "==":
         return _exact(_equal(path, value))
     if operator == "in" and isinstance(value, list):
-        return _exact(_any_of([_equal(path, item) for item in value]))
+        return _exact(_one_of(path, value))
     if operator in _ORDERING and _is_exact_number(value):  # a document holding a string or a list raises there
         not_number = f"typeof({_EXTRACTED}) NOT IN ('integer', 'real')"
         text = f"({_EXTRACTED} IS NOT NULL AND ({not_number} OR {_EXTRACTED} {_ORDERING[operator]} ?))"
-        return _Judged((text, [path, path, path, value]), may_raise=True)
+        return _Judged((text, [path, path, path, value]), may_raise=True, depth=3)
     return _UNJUDGED
 
 
@@ -99,33 +106,46 @@ def _logic(condition: dict[str, Any]) -> _Judged:
     judged = [_judged(item) for item in conditions]
     may_raise = any(node.may_raise for node in judged)
     if condition["operator"] == "OR":
-        return _Judged(_any_of([node.clause for node in judged]), may_raise)
+        if any(node.clause is _ANY for node in judged):
+            return _Judged(_ANY, may_raise)
+        return _joined("OR", judged, may_raise) if judged else _Judged(("0", []), may_raise)
     evaluated = next((i + 1 for i, node in enumerate(judged) if node.may_raise), len(judged))
-    narrowing = [node.clause for node in judged[:evaluated] if node.clause is not _ANY]
-    if not narrowing:
-        return _Judged(_ANY, may_raise)
-    text = "(" + " AND ".join(text for text, _ in narrowing) + ")"
-    return _Judged((text, [p for _, ps in narrowing for p in ps]), may_raise)
+    narrowing = [node for node in judged[:evaluated] if node.clause is not _ANY]
+    return _joined("AND", narrowing, may_raise) if narrowing else _Judged(_ANY, may_raise)
 
 
-def _any_of(clauses: list[Clause]) -> Clause:
-    """OR of CLAUSES (no clause: nothing matches); ``_ANY`` when one of them passes everything."""
-    if any(clause is _ANY for clause in clauses):
+def _joined(operator: str, nodes: list[_Judged], may_raise: bool) -> _Judged:
+    """NODES' clauses joined by OPERATOR (``AND``, ``OR``): a chain as deep as their count, plus the deepest."""
+    text = "(" + f" {operator} ".join(node.clause[0] for node in nodes) + ")"
+    depth, nesting = len(nodes) + max(node.depth for node in nodes), 1 + max(node.nesting for node in nodes)
+    return _Judged((text, [p for node in nodes for p in node.clause[1]]), may_raise, depth, nesting)
+
+
+def _one_of(path: str, values: list[Any]) -> Clause:
+    """The documents whose value at PATH may equal one of VALUES (``in``): one SQL ``IN`` list, however long."""
+    if not all(value is None or _comparable(value) for value in values):
         return _ANY
-    if not clauses:
+    known = [value for value in values if value is not None]
+    parts: list[Clause] = [(f"{_EXTRACTED} IS NULL", [path])] if len(known) < len(values) else []
+    if known:
+        parts.append((f"{_EXTRACTED} IN ({', '.join('?' * len(known))})", [path, *known]))
+    if not parts:
         return "0", []
-    return "(" + " OR ".join(text for text, _ in clauses) + ")", [p for _, ps in clauses for p in ps]
+    return "(" + " OR ".join(text for text, _ in parts) + ")", [p for _, ps in parts for p in ps]
 
 
 def _equal(path: str, value: Any) -> Clause:
     """The documents whose value at PATH may equal VALUE as Haystack's ``==`` compares."""
     if value is None:
         return f"{_EXTRACTED} IS NULL", [path]
-    if isinstance(value, str) and "\x00" not in value and not _looks_like_date(value):
-        return f"{_EXTRACTED} = ?", [path, value]
-    if _is_exact_number(value):
-        return f"{_EXTRACTED} = ?", [path, value]
-    return _ANY
+    return (f"{_EXTRACTED} = ?", [path, value]) if _comparable(value) else _ANY
+
+
+def _comparable(value: Any) -> bool:
+    """Whether SQLite's ``=`` on the stored JSON value holds wherever Haystack's ``==`` with VALUE does."""
+    if isinstance(value, str):
+        return "\x00" not in value and not _looks_like_date(value)
+    return _is_exact_number(value)
 
 
 def _json_path(field: Any) -> str | None:

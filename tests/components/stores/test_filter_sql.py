@@ -7,6 +7,7 @@ import json
 import sqlite3
 from typing import Any
 
+import pytest
 from haystack import Document
 from haystack.utils.filters import document_matches_filter
 from hypothesis import HealthCheck, example, given, settings
@@ -122,3 +123,33 @@ def test_a_selective_filter_lets_through_only_its_matches() -> None:
     every = db.execute("SELECT row, document FROM documents ORDER BY row").fetchall()
     assert [row for row, _ in through] == outcome(filters, every)
     assert len(through) == 20
+
+
+def nested(levels: int) -> dict[str, Any]:
+    """OR(AND(OR(... meta.a == 1 ...))) LEVELS deep, two conditions a level."""
+    node: dict[str, Any] = {"field": "meta.a", "operator": "==", "value": 1}
+    for level in range(levels):
+        sibling = {"field": "meta.b", "operator": "==", "value": level}
+        node = {"operator": "OR" if level % 2 else "AND", "conditions": [node, sibling]}
+    return node
+
+
+LARGE = {
+    "in 40,000 values": {"field": "meta.a", "operator": "in", "value": [*range(40_000), None, "x"]},
+    "OR of 2,000": {
+        "operator": "OR",
+        "conditions": [{"field": "meta.a", "operator": "==", "value": n} for n in range(2_000)],
+    },
+    "AND of 2,000": {"operator": "AND", "conditions": [{"field": "meta.a", "operator": "in", "value": [1, 2]}] * 2_000},
+    "90 levels deep": nested(90),
+}
+
+
+@pytest.mark.parametrize("filters", LARGE.values(), ids=LARGE.keys())
+def test_filters_larger_than_one_sqlite_statement_takes_are_answered(filters: dict[str, Any]) -> None:
+    """SQLite takes at most 32,766 parameters and expression trees 1,000 deep: larger filters read every document."""
+    db = table([("x", {"a": 1, "b": 0}), ("y", {"a": None}), ("z", {"a": "x"}), ("w", {"a": 7})])
+    every = db.execute("SELECT row, document FROM documents ORDER BY row").fetchall()
+    text, parameters = candidate_clause(filters) or ("1", [])
+    through = db.execute(f"SELECT row, document FROM documents WHERE {text} ORDER BY row", parameters).fetchall()
+    assert outcome(filters, through) == outcome(filters, every)
