@@ -20,7 +20,7 @@ NUL (SQLite's JSON cuts them there), keys holding a quote, a backslash or a cont
 JSON escapes and SQLite's paths cannot name), numbers beyond what SQLite compares exactly, and malformed
 conditions, so that Haystack raises on them as it always did. A document whose JSON SQLite cannot parse (a NaN a
 meta value held) passes. A filter larger than one SQLite statement takes (more than 30,000 values, chains of 500
-conditions, 60 levels of nesting) is not narrowed at all.
+conditions, ``AND`` and ``OR`` alternating more than 16 levels deep) is not narrowed at all.
 """
 
 import math
@@ -41,7 +41,7 @@ _ORDERING = {">": ">", ">=": ">=", "<": "<", "<=": "<="}
 _UNLABELLED = re.compile(r'["\\\x00-\x1f]')
 """Characters of a key that a quoted label of SQLite's JSON paths cannot name as the stored JSON (escaped there)."""
 _MAX_DEPTH = 500  # SQLite refuses expression trees deeper than 1,000
-_MAX_NESTING = 60  # and text nested more than about 90 parentheses deep ("parser stack overflow")
+_MAX_LEVELS = 16  # and AND / OR alternating 28 levels deep overflows its parser ("parser stack overflow")
 _MAX_PARAMETERS = 30_000  # SQLite refuses statements of more than 32,766 parameters
 _EXACT_FLOAT = 2**53  # numbers SQLite compares with an integer as Python does: every integer up to it is a float
 
@@ -50,7 +50,7 @@ def candidate_clause(filters: dict[str, Any]) -> Clause | None:
     """A condition on the ``document`` column that every document FILTERS matches (or raises on) meets, or None when
     no part of FILTERS narrows the documents."""
     judged = _judged(filters)
-    too_large = judged.depth > _MAX_DEPTH or judged.nesting > _MAX_NESTING or len(judged.clause[1]) > _MAX_PARAMETERS
+    too_large = judged.depth > _MAX_DEPTH or judged.levels > _MAX_LEVELS or len(judged.clause[1]) > _MAX_PARAMETERS
     if judged.clause is _ANY or too_large:
         return None  # nothing narrows, or more than SQLite takes in one statement: every document is read
     text, parameters = judged.clause
@@ -66,7 +66,7 @@ class _Judged:
     clause: Clause
     may_raise: bool
     depth: int = 1  # how deep SQLite's expression tree of the clause is (``A AND B AND C``: a chain of 3)
-    nesting: int = 2  # how many parentheses deep its text is
+    levels: int = 0  # how many AND / OR nodes deep it is, once flattened (``_flattened``)
 
 
 _UNJUDGED = _Judged(_ANY, may_raise=True)  # what SQLite does not judge may raise (a malformed node always does)
@@ -103,7 +103,7 @@ def _logic(condition: dict[str, Any]) -> _Judged:
     conditions = condition.get("conditions")
     if not isinstance(conditions, list) or condition.get("operator") not in ("AND", "OR"):
         return _UNJUDGED
-    judged = [_judged(item) for item in conditions]
+    judged = [_judged(item) for item in _flattened(condition["operator"], conditions)]
     may_raise = any(node.may_raise for node in judged)
     if condition["operator"] == "OR":
         if any(node.clause is _ANY for node in judged):
@@ -114,11 +114,25 @@ def _logic(condition: dict[str, Any]) -> _Judged:
     return _joined("AND", narrowing, may_raise) if narrowing else _Judged(_ANY, may_raise)
 
 
+def _flattened(operator: str, conditions: list[Any]) -> list[Any]:
+    """CONDITIONS with each one that is itself an OPERATOR (``AND`` in an ``AND``, ``OR`` in an ``OR``) replaced by its
+    own conditions, in order: Haystack evaluates them in that same order, and SQLite then parses a flat chain, not
+    nested parentheses (a right-nested ``A OR (B OR (C OR ...))`` overflows its parser at about 28 levels)."""
+    flat: list[Any] = []
+    for item in conditions:
+        nested = isinstance(item, dict) and "field" not in item and item.get("operator") == operator
+        if nested and isinstance(item.get("conditions"), list):
+            flat += _flattened(operator, item["conditions"])
+        else:
+            flat.append(item)
+    return flat
+
+
 def _joined(operator: str, nodes: list[_Judged], may_raise: bool) -> _Judged:
     """NODES' clauses joined by OPERATOR (``AND``, ``OR``): a chain as deep as their count, plus the deepest."""
     text = "(" + f" {operator} ".join(node.clause[0] for node in nodes) + ")"
-    depth, nesting = len(nodes) + max(node.depth for node in nodes), 1 + max(node.nesting for node in nodes)
-    return _Judged((text, [p for node in nodes for p in node.clause[1]]), may_raise, depth, nesting)
+    depth, levels = len(nodes) + max(node.depth for node in nodes), 1 + max(node.levels for node in nodes)
+    return _Judged((text, [p for node in nodes for p in node.clause[1]]), may_raise, depth, levels)
 
 
 def _one_of(path: str, values: list[Any]) -> Clause:
@@ -144,8 +158,17 @@ def _equal(path: str, value: Any) -> Clause:
 def _comparable(value: Any) -> bool:
     """Whether SQLite's ``=`` on the stored JSON value holds wherever Haystack's ``==`` with VALUE does."""
     if isinstance(value, str):
-        return "\x00" not in value and not _looks_like_date(value)
+        return "\x00" not in value and not _looks_like_date(value) and _is_unicode(value)
     return _is_exact_number(value)
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether TEXT is valid Unicode (no lone surrogate), as SQLite's parameters must be; no stored text holds one."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _json_path(field: Any) -> str | None:
@@ -163,7 +186,7 @@ def _json_path(field: Any) -> str | None:
         return None
     else:  # a legacy field: Haystack reads it from meta
         keys = ["meta", field]
-    if any(not key or _UNLABELLED.search(key) for key in keys):
+    if any(not key or _UNLABELLED.search(key) or not _is_unicode(key) for key in keys):
         return None
     return "$" + "".join(f'."{key}"' for key in keys)
 
