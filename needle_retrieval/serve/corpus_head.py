@@ -15,8 +15,10 @@ stores scan their documents once for it) and keeps them for the next ones; only 
 index whose documents carry no ``corpus_line`` keeps its lists short.
 
 A search for one tenant (`needle serve --tenant`, or a request's ``tenant``) is filled from that tenant's first
-documents only (``scope``: the tenant's filter), never another tenant's: its first ``top_k`` documents are read from
-the first ``top_k`` corpus lines, then twice as many, ..., up to every line of the index (then all of its documents).
+documents only (``scope``: the tenant's filter), never another tenant's: the tenant's documents are read in one
+``filter_documents`` (the stores answer a tenant's filter from its own rows, or SQLite narrows it: not a pass over
+every document per read) and its first ``top_k`` in corpus order kept. A tenant with no documents keeps an empty head,
+and is not read again for the same ``top_k``.
 
 Nothing heavy is imported here: ``needle mcp`` lists its tools before the model libraries load.
 """
@@ -79,17 +81,12 @@ class CorpusHead:
             return self.head
 
     def read(self, count: int) -> list["Document"]:
-        """The documents of the first COUNT corpus lines; in a SCOPE, at least its first COUNT documents where it
-        has them (its documents of twice as many lines, and so on, then all of them)."""
+        """The documents of the first COUNT corpus lines; in a SCOPE, its first COUNT documents in corpus order (all
+        of them where it has fewer), read in one pass."""
         if self.scope is None:
             return list(self.store.filter_documents(up_to(count)))
-        limit = count
-        while limit < self.documents:
-            found = self.store.filter_documents({"operator": "AND", "conditions": [self.scope, up_to(limit)]})
-            if len(found) >= count:
-                return list(found)
-            limit *= 2
-        return list(self.store.filter_documents(self.scope))
+        found = [doc for doc in self.store.filter_documents(self.scope) if isinstance(doc.meta.get(LINE), int)]
+        return sorted(found, key=lambda doc: doc.meta[LINE])[:count]
 
 
 def up_to(line: int) -> dict[str, Any]:
