@@ -180,6 +180,11 @@ class DiskDocumentTable(SQLiteDocumentTable):
         """Every row (meeting CLAUSE, a ``filter_sql`` condition) and its decoded Document, in row order, read a page
         at a time."""
         text, parameters = clause or ("1", [])
-        query = f"SELECT row, document FROM documents WHERE {text} ORDER BY row"
-        for row, document in self._db.execute(query, parameters):
+        try:
+            rows = self._db.execute(f"SELECT row, document FROM documents WHERE {text} ORDER BY row", parameters)
+        except sqlite3.OperationalError:
+            if clause is None:
+                raise
+            rows = self._db.execute("SELECT row, document FROM documents ORDER BY row")  # a condition SQLite won't take
+        for row, document in rows:
             yield row, decoded(document)

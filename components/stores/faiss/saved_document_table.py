@@ -246,10 +246,16 @@ class SavedDocumentTable(SQLiteDocumentTable):
         rows at a time (none of them kept)."""
         text, parameters = clause or ("1", [])
         query = f"SELECT row, document FROM documents WHERE row > ? AND {text} ORDER BY row LIMIT ?"
-        after = -1
-        while page := self._fetch(query, [after, *parameters, PAGE]):
+        try:
+            page = self._fetch(query, [-1, *parameters, PAGE])
+        except DocumentStoreError:
+            if clause is None:
+                raise
+            yield from self._all(None)  # a condition SQLite would not take: every document (a damaged file fails again)
+            return
+        while page:
             yield from ((row, decoded(text)) for row, text in page)
-            after = page[-1][0]
+            page = self._fetch(query, [page[-1][0], *parameters, PAGE])
 
     def _fetch(self, query: str, parameters: Sequence[Any]) -> list[Any]:
         """All result rows of one read query, run under the lock."""
