@@ -30,6 +30,8 @@ from typing import Any
 
 from haystack import Document
 
+from components.stores.tenant_fields import looks_like_date
+
 Clause = tuple[str, list[Any]]
 """An SQL condition and its parameters, in order."""
 
@@ -37,7 +39,7 @@ _ANY: Clause = ("1", [])
 _EXTRACTED = "json_extract(document, ?)"  # the value at a JSON path (a parameter: filters may come from requests)
 _DOCUMENT_FIELDS = frozenset(field.name for field in fields(Document))
 _JSON_FIELDS = ("id", "content")  # Document fields stored as JSON values of the document
-_ORDERING = {">": ">", ">=": ">=", "<": "<", "<=": "<="}
+_ORDERING = frozenset((">", ">=", "<", "<="))
 _UNLABELLED = re.compile(r'["\\\x00-\x1f]')
 """Characters of a key that a quoted label of SQLite's JSON paths cannot name as the stored JSON (escaped there)."""
 _MAX_DEPTH = 500  # SQLite refuses expression trees deeper than 1,000
@@ -82,13 +84,13 @@ def _judged(condition: Any) -> _Judged:
     if path is None or not {"operator", "value"} <= condition.keys():
         return _UNJUDGED
     operator, value = condition["operator"], condition["value"]
-    if operator == "==":
-        return _exact(_equal(path, value))
+    if operator == "==":  # ``in`` of one value
+        return _exact(_one_of(path, [value]))
     if operator == "in" and isinstance(value, list):
         return _exact(_one_of(path, value))
     if operator in _ORDERING and _is_exact_number(value):  # a document holding a string or a list raises there
         not_number = f"typeof({_EXTRACTED}) NOT IN ('integer', 'real')"
-        text = f"({_EXTRACTED} IS NOT NULL AND ({not_number} OR {_EXTRACTED} {_ORDERING[operator]} ?))"
+        text = f"({_EXTRACTED} IS NOT NULL AND ({not_number} OR {_EXTRACTED} {operator} ?))"
         return _Judged((text, [path, path, path, value]), may_raise=True, depth=3)
     return _UNJUDGED
 
@@ -136,7 +138,8 @@ def _joined(operator: str, nodes: list[_Judged], may_raise: bool) -> _Judged:
 
 
 def _one_of(path: str, values: list[Any]) -> Clause:
-    """The documents whose value at PATH may equal one of VALUES (``in``): one SQL ``IN`` list, however long."""
+    """The documents whose value at PATH may equal one of VALUES as Haystack's ``==`` compares (``in``; ``==``: one
+    value): one SQL ``IN`` list, however long; None as ``IS NULL`` (a missing key, or JSON null)."""
     if not all(value is None or _comparable(value) for value in values):
         return _ANY
     known = [value for value in values if value is not None]
@@ -148,17 +151,10 @@ def _one_of(path: str, values: list[Any]) -> Clause:
     return "(" + " OR ".join(text for text, _ in parts) + ")", [p for _, ps in parts for p in ps]
 
 
-def _equal(path: str, value: Any) -> Clause:
-    """The documents whose value at PATH may equal VALUE as Haystack's ``==`` compares."""
-    if value is None:
-        return f"{_EXTRACTED} IS NULL", [path]
-    return (f"{_EXTRACTED} = ?", [path, value]) if _comparable(value) else _ANY
-
-
 def _comparable(value: Any) -> bool:
     """Whether SQLite's ``=`` on the stored JSON value holds wherever Haystack's ``==`` with VALUE does."""
     if isinstance(value, str):
-        return "\x00" not in value and not _looks_like_date(value) and _is_unicode(value)
+        return "\x00" not in value and not looks_like_date(value) and _is_unicode(value)
     return _is_exact_number(value)
 
 
@@ -188,7 +184,13 @@ def _json_path(field: Any) -> str | None:
         keys = ["meta", field]
     if any(not key or _UNLABELLED.search(key) or not _is_unicode(key) for key in keys):
         return None
-    return "$" + "".join(f'."{key}"' for key in keys)
+    return json_path(".".join(keys))
+
+
+def json_path(field: str) -> str:
+    """The SQLite JSON path of FIELD (``meta.a.b``) in a stored document (``$."meta"."a"."b"``): its keys as quoted
+    labels, which must hold no quote, backslash or control character (``_UNLABELLED``)."""
+    return "$" + "".join(f'."{key}"' for key in field.split("."))
 
 
 def _is_exact_number(value: Any) -> bool:
@@ -196,8 +198,3 @@ def _is_exact_number(value: Any) -> bool:
     if isinstance(value, bool):
         return True
     return isinstance(value, int | float) and math.isfinite(value) and abs(value) < _EXACT_FLOAT
-
-
-def _looks_like_date(value: str) -> bool:
-    """Whether Haystack's ``==`` may read VALUE as an ISO date (a ``YYYY-MM-DD`` start): then only Python judges."""
-    return len(value) >= 10 and value[4:5] == "-" and value[7:8] == "-" and value[:4].isdigit()

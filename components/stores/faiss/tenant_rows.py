@@ -31,17 +31,13 @@ from haystack.utils.filters import document_matches_filter
 
 from components.stores.faiss.sqlite_document_table import BATCH, SQLiteDocumentTable
 from components.stores.faiss.vector_index import FAISSVectorIndex, prepare
+from components.stores.filter_sql import json_path
 from components.stores.tenants import TenantFilter, ValueRows, field_value
 
 MIN_BUDGET = 10_000
 """Vectors the Flat indexes of tenants may hold together: a quarter of the store's vectors, and at least this many."""
 _FIELDS = 8  # fields whose rows per value are kept at once (the least recently used dropped first)
 _AS_READ = ("text", "null", None)  # JSON types read without decoding the document (None: no such key)
-
-
-def json_path(field: str) -> str:
-    """The SQLite JSON path of FIELD (``meta.a.b``) in a stored document (``$."meta"."a"."b"``)."""
-    return "$" + "".join(f'."{key}"' for key in field.split("."))
 
 
 def meta_values(table: SQLiteDocumentTable, field: str, after: int = -1) -> list[tuple[int, Any]]:
