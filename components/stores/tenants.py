@@ -120,7 +120,6 @@ class ValueRows:
             except TypeError:  # unhashable: a list or a mapping
                 continue
         self._rows = {value: np.sort(np.asarray(rows, dtype=np.int64)) for value, rows in grouped.items()}
-        self.size = sum(len(rows) for rows in self._rows.values())
 
     def rows(self, value: Any) -> np.ndarray:
         """The rows whose value equals VALUE (a ``keyable`` one), ascending, as int64; empty when none."""
@@ -144,7 +143,6 @@ class ValueRows:
             if len(kept):
                 merged._rows[value] = kept
         merged._rows.update(new._rows)
-        merged.size = sum(len(rows) for rows in merged._rows.values())
         return merged
 
     def __len__(self) -> int:

@@ -15,7 +15,7 @@ from components.stores.milvus.document_store import RANKERS, MilvusDocumentStore
 class MilvusHybridBase(MilvusSearches):
     """Hybrid settings shared by the single and batch retrievers: the fusion and its parameters."""
 
-    _extra_init_parameters = ("ranker", "rrf_k", "weights", "tenant")
+    _extra_init_parameters = (*MilvusSearches._extra_init_parameters, "ranker", "rrf_k", "weights")
 
     def __init__(
         self,

@@ -8,7 +8,7 @@ all the postings of its terms, masking the rows of other tenants at the end: bot
   store changes);
 - a tenant's rows of the bm25s weight matrix (term x document, CSC) are copied once into a matrix of their own
   (``TenantMatrix``: the same float32 weights, the tenant's rows renumbered in order, only the terms it holds), kept
-  while the copies' bytes (arrays and a fixed charge per tenant for its Python objects, ``TenantMatrix.nbytes``)
+  while the copies' bytes (arrays and a fixed charge per tenant for its Python objects, ``_cost``)
   stay within the main matrix's (least recently used dropped first), and scored by the store's numba
   kernel: a query then visits the postings of the tenant's documents only. Weights were computed with the statistics
   of the whole index, and each row's score is summed term by term in the same order, so scores are the generic
@@ -225,11 +225,6 @@ class BM25Tenants:
         self._views[key] = view
         self._held += _cost(view)
         return view
-
-    @property
-    def held_bytes(self) -> int:
-        """What the kept views cost (``_cost``), at most the main matrix's bytes plus the newest view's."""
-        return self._held
 
 
 def _cost(view: TenantView) -> int:

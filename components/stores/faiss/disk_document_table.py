@@ -168,13 +168,7 @@ class DiskDocumentTable(SQLiteDocumentTable):
 
     def _bases(self, rows: Sequence[int]) -> dict[int, Document]:
         """Decoded Documents (without embedding) of the stored ``rows`` (row -1 skipped), by row."""
-        found: dict[int, Document] = {}
-        unique = list(dict.fromkeys(int(row) for row in rows if row >= 0))
-        for start in range(0, len(unique), BATCH):
-            chunk = unique[start : start + BATCH]
-            query = f"SELECT row, document FROM documents WHERE row IN ({','.join('?' * len(chunk))})"
-            found.update((row, decoded(text)) for row, text in self._db.execute(query, chunk))
-        return found
+        return self.decoded_rows(list(dict.fromkeys(int(row) for row in rows if row >= 0)))
 
     def _all(self, clause: Clause | None) -> Iterator[tuple[int, Document]]:
         """Every row (meeting CLAUSE, a ``filter_sql`` condition) and its decoded Document, in row order, read a page

@@ -230,11 +230,8 @@ class SavedDocumentTable(SQLiteDocumentTable):
     def decoded_rows(self, rows: list[int]) -> dict[int, Document]:
         """The Documents of the stored ``rows``, decoded from the file (one query per ``BATCH``, under the lock), by
         row, and kept nowhere (``_bases`` keeps what it reads)."""
-        read: dict[int, Document] = {}
-        for chunk in _chunks(rows):
-            query = f"SELECT row, document FROM documents WHERE row IN ({_marks(chunk)})"
-            read.update((row, decoded(text)) for row, text in self._fetch(query, chunk))
-        return read
+        with self._lock:
+            return super().decoded_rows(rows)
 
     def rows_after(self, after: int, limit: int) -> list[int]:
         """Up to LIMIT stored rows above AFTER, ascending: one page of a walk, read under the lock."""
