@@ -121,13 +121,6 @@ def set_min_score(data: dict[str, Any], min_score: float) -> None:
     data["components"][answering].setdefault("init_parameters", {})["score_threshold"] = min_score
 
 
-def take_sparse_instruction(data: dict[str, Any]) -> None:
-    """Give the sparse query embedder of a sparse-mode pipeline DATA an instruction of its own (none, ``""``), so that
-    ``SearchPlan.feed`` hands it a caller's (`needle search --mode sparse --query-instruction`, ``query_instruction``
-    of ``POST /sparse_search/run``) rather than dropping it. Fused modes keep theirs for the dense model alone."""
-    data["components"]["sparse_embedder"].setdefault("init_parameters", {}).setdefault("query_instruction", "")
-
-
 def search_data(index_dir: Path, manifest: IndexManifest, mode: str, batch: bool, knobs: SearchKnobs) -> dict[str, Any]:
     """MODE's search pipeline dict for the manifest's generation, with KNOBS applied; the mode and its parts checked
     first (nothing is built for a mode the index cannot answer)."""
@@ -139,8 +132,6 @@ def search_data(index_dir: Path, manifest: IndexManifest, mode: str, batch: bool
         check_image_mode(manifest, mode, index_dir)
     check_mode(manifest, mode, index_dir)
     data = fill_search_pipeline(index_dir, manifest, manifest.template(mode, batch=batch), knobs.fusion, knobs.trust)
-    if mode == "sparse":
-        take_sparse_instruction(data)
     if knobs.bm25_threads is not None:
         set_bm25_threads(data, knobs.bm25_threads)
     if (knobs.nprobe, knobs.ef_search) != (None, None):
