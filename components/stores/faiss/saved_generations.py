@@ -139,7 +139,7 @@ class SavedGenerations:
             )
         if len(table) != manifest["documents"] or (vectors.ntotal if vectors else None) != manifest["vectors"]:
             raise DocumentStoreError(f"{generation / MANIFEST}: counts disagree with the saved index and documents")
-        if exact and vectors is not None and not vectors.holds_flat():  # its rows' embeddings are read from it
+        if exact and vectors is not None and not vectors.exact_flat:  # its rows' embeddings are read from it
             raise DocumentStoreError(
                 f"{generation / MANIFEST}: corrupted, a Flat index's vectors file holds another index"
             )

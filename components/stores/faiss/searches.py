@@ -102,7 +102,7 @@ class FAISSSearches(TenantCaching[FAISSTenants]):
         tenants = self._tenant_rows
         rows = tenants.candidates(table, self._vectors, tenant)
         vectors = self._vectors
-        if vectors is not None and len(rows[1]) and len(queries) and tenants.exact_flat(vectors):
+        if vectors is not None and len(rows[1]) and len(queries) and vectors.exact_flat:
             found = tenants.flat_search(vectors, self.metric, queries, min(k, len(rows[1])), tenant, rows)
             if found is not None:
                 return found

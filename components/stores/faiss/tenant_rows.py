@@ -8,7 +8,7 @@ whole corpus, whatever the tenant's share. Here
   ``document -> path``, read by Python's JSON: SQLite's ``json_extract`` would cut a string at its first NUL and
   file ``"acme\x00evil"`` under ``"acme"``; no document decoded except the few whose value is not a string or
   null), kept until the store changes (after a write or a delete, brought up to date instead: ``_refresh``);
-- for an exact Flat index (``FAISSVectorIndex.holds_exact_flat``), the tenant's vectors are copied once into a Flat
+- for an exact Flat index (``FAISSVectorIndex.exact_flat``), the tenant's vectors are copied once into a Flat
   index of their own, kept while all the copies hold no more vectors than the budget (a quarter of the store's
   vectors, and at least ``MIN_BUDGET``; least recently used dropped first), and searched whole (or, for the rest
   of an ``AND``, with a selector of the rows that pass it): a search costs the tenant's share of the corpus. A
@@ -83,7 +83,6 @@ class FAISSTenants:
         self._flats: OrderedDict[tuple[str, Any], tuple[np.ndarray, faiss.IndexFlat]] = OrderedDict()
         self._held = 0  # vectors in self._flats
         self._owner: tuple[object, object] = (None, None)
-        self._exact: bool | None = None  # whether the owner's index holds_exact_flat, once asked
         self._stale = False  # documents were written or deleted since self._fields were read (``rows_changed``)
 
     def clear(self) -> None:
@@ -94,7 +93,6 @@ class FAISSTenants:
         self._flats.clear()
         self._held = 0
         self._owner = (None, None)
-        self._exact = None
         self._stale = False
 
     def rows_changed(self) -> None:
@@ -141,13 +139,6 @@ class FAISSTenants:
         documents = table.documents(rows.tolist(), with_embedding=False)
         keep = [document_matches_filter(tenant.rest, document) for document in documents]
         return rows, rows[np.asarray(keep, dtype=bool)]
-
-    def exact_flat(self, vectors: FAISSVectorIndex) -> bool:
-        """``VECTORS.holds_exact_flat()``, asked once per index (``candidates`` first made VECTORS the owner): a few
-        microseconds saved on every search."""
-        if self._exact is None:
-            self._exact = vectors.holds_exact_flat()
-        return self._exact
 
     def flat_search(
         self,

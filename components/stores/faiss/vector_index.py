@@ -101,6 +101,11 @@ class FAISSVectorIndex:
         self._ivf = faiss.try_extract_index_ivf(index)
         self._hnsw = hnsw_of(index)
         self._removable = can_remove(index)
+        self.exact_flat = _is_exact_flat(index, metric)
+        """Whether the index is an exact Flat index of its metric's kind under an id map: one that gives back each
+        vector exactly (what the rows a document table stores ``IN_INDEX`` need: a tampered file may hold any index
+        under the map), and a Flat index of some of its vectors (a tenant's: ``tenant_rows``) scores them as this one
+        does with a selector of their rows. Fixed with the index, so asked once."""
         self._takes_selector = True  # until FAISS refuses search parameters for this index type
         self._use_gpu = use_gpu and gpus_available()
         self._gpu_index: faiss.Index | None = None
@@ -241,21 +246,6 @@ class FAISSVectorIndex:
             return np.sort(faiss.vector_to_array(self._index.id_map))
         return np.sort(ivf_ids(self._ivf)) if self._ivf is not None else np.empty(0, np.int64)
 
-    def holds_flat(self) -> bool:
-        """Whether the index is a Flat index under an id map (IP or L2): one that gives back each vector exactly, as
-        the rows a document table stores ``IN_INDEX`` need (a tampered file may hold any index under the map)."""
-        inner = faiss.downcast_index(self._index.index) if isinstance(self._index, faiss.IndexIDMap2) else None
-        return isinstance(inner, faiss.IndexFlatIP | faiss.IndexFlatL2)
-
-    def holds_exact_flat(self) -> bool:
-        """Whether the index is an exact Flat index of its metric's kind under an id map: a Flat index of some of its
-        vectors (a tenant's: ``tenant_rows``) then scores them as this one does with a selector of their rows.
-        ``faiss.index_factory("Flat")`` makes the base ``IndexFlat`` (a store built in this process), a reloaded file
-        an ``IndexFlatIP``/``IndexFlatL2`` (``holds_flat``): all are ``IndexFlat``."""
-        inner = faiss.downcast_index(self._index.index) if isinstance(self._index, faiss.IndexIDMap2) else None
-        wanted = faiss.METRIC_L2 if self.metric == "l2" else faiss.METRIC_INNER_PRODUCT
-        return isinstance(inner, faiss.IndexFlat) and inner.metric_type == wanted
-
     def reconstruct(self, rows: np.ndarray) -> np.ndarray:
         """The vectors stored under ROWS (int64, each in the index), as a float32 (len(rows), dim) matrix.
 
@@ -296,3 +286,12 @@ class FAISSVectorIndex:
         for name, value in (params or {}).items():
             faiss.ParameterSpace().set_index_parameter(index, name, value)
         return cls(index, metric, chunk_size, use_gpu, tombstones)
+
+
+def _is_exact_flat(index: faiss.Index, metric: str) -> bool:
+    """``FAISSVectorIndex.exact_flat`` of INDEX under METRIC. ``faiss.index_factory("Flat")`` makes the base
+    ``IndexFlat`` (a store built in this process), a reloaded file an ``IndexFlatIP``/``IndexFlatL2``: all are
+    ``IndexFlat``."""
+    inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap2) else None
+    wanted = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
+    return isinstance(inner, faiss.IndexFlat) and inner.metric_type == wanted
